@@ -1,0 +1,102 @@
+"""Input checks shared by every public function: clear errors that name the parameter."""
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from .backend import get_array_module
+
+
+def positive(name: str, value, *, allow_inf: bool = False) -> float:
+    """Return ``float(value)`` if it is a real number > 0, else raise ``ValueError``."""
+    v = real(name, value, allow_inf=allow_inf)
+    if not v > 0:
+        raise ValueError(f"{name} must be > 0, got {value!r}")
+    return v
+
+
+def nonnegative(name: str, value, *, allow_inf: bool = False) -> float:
+    """Return ``float(value)`` if it is a real number >= 0, else raise ``ValueError``."""
+    v = real(name, value, allow_inf=allow_inf)
+    if not v >= 0:
+        raise ValueError(f"{name} must be >= 0, got {value!r}")
+    return v
+
+
+def real(name: str, value, *, allow_inf: bool = False) -> float:
+    """Return ``float(value)`` for a finite real number (or +-inf if allowed)."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    v = float(value)
+    if math.isnan(v) or (math.isinf(v) and not allow_inf):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return v
+
+
+def in_range(name: str, value, low: float, high: float) -> float:
+    """Return ``float(value)`` if ``low <= value <= high``, else raise ``ValueError``."""
+    v = real(name, value)
+    if not low <= v <= high:
+        raise ValueError(f"{name} must be in [{low}, {high}], got {value!r}")
+    return v
+
+
+def integer(name: str, value, minimum: int | None = None, maximum: int | None = None) -> int:
+    """Return ``int(value)`` for an integer within ``[minimum, maximum]``."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    v = int(value)
+    if minimum is not None and v < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {v}")
+    if maximum is not None and v > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {v}")
+    return v
+
+
+def choice(name: str, value, allowed) -> str:
+    """Return ``value`` if it is one of ``allowed``, else raise ``ValueError``."""
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {sorted(allowed)}, got {value!r}")
+    return value
+
+
+def finite_array(name: str, a, ndim: int | None = None):
+    """Check that ``a`` is a real array with only finite entries (and ``ndim`` axes)."""
+    xp = get_array_module(a)
+    a = xp.asarray(a)
+    if ndim is not None and a.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(a.shape)}")
+    if not xp.issubdtype(a.dtype, xp.number) or xp.iscomplexobj(a):
+        raise TypeError(f"{name} must be a real numeric array, got dtype {a.dtype}")
+    if not bool(xp.all(xp.isfinite(a))):
+        raise ValueError(f"{name} must contain only finite values (found NaN or inf)")
+    return a
+
+
+def symmetric_matrix(name: str, a, atol: float = 1e-8):
+    """Check that ``a`` is a finite, square, symmetric matrix."""
+    xp = get_array_module(a)
+    a = finite_array(name, a, ndim=2)
+    if a.shape[0] != a.shape[1]:
+        raise ValueError(f"{name} must be square, got shape {tuple(a.shape)}")
+    scale = float(xp.max(xp.abs(a))) if a.size else 0.0
+    if float(xp.max(xp.abs(a - a.T))) > atol * max(1.0, scale):
+        raise ValueError(f"{name} must be symmetric")
+    return a
+
+
+def generator(seed) -> np.random.Generator:
+    """Turn ``seed`` (int, None or Generator) into a ``numpy.random.Generator``.
+
+    Random draws in :mod:`aimlib` are always made on the host with NumPy's
+    generator, so a seed gives the same numbers on every backend.
+    """
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if seed is None or (isinstance(seed, (numbers.Integral, np.integer)) and not isinstance(seed, bool)):
+        if seed is not None and int(seed) < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {seed}")
+        return np.random.default_rng(seed)
+    raise TypeError(f"seed must be an int, None or numpy.random.Generator, got {type(seed).__name__}")

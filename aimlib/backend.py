@@ -1,0 +1,127 @@
+"""One place that chooses the array library: CuPy on a GPU, NumPy otherwise.
+
+Every array routine in :mod:`aimlib` asks :func:`get_array_module` for the
+module that owns its inputs and then calls only that module, so the NumPy and
+the CuPy runs share a single code path.  Results leave the library as host
+(NumPy) arrays through :func:`to_host`.
+
+Environment
+-----------
+``AIMLIB_BACKEND``
+    ``numpy`` forces NumPy even where CuPy is installed; ``cupy`` makes
+    :func:`default_module` return CuPy (and fails loudly if CuPy cannot be
+    used).  Unset: CuPy is used for new arrays only if it imports and sees a
+    GPU.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+
+__all__ = [
+    "cupy_available",
+    "default_module",
+    "get_array_module",
+    "to_host",
+    "to_device",
+    "backend_name",
+]
+
+_CUPY = None
+_CUPY_CHECKED = False
+
+
+def _load_cupy():
+    """Import CuPy once; return the module, or ``None`` if it cannot run."""
+    global _CUPY, _CUPY_CHECKED
+    if _CUPY_CHECKED:
+        return _CUPY
+    _CUPY_CHECKED = True
+    if os.environ.get("AIMLIB_BACKEND", "").lower() == "numpy":
+        return None
+    try:
+        import cupy
+
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            raise RuntimeError("no CUDA device")
+        _CUPY = cupy
+    except ImportError:
+        _CUPY = None
+    except Exception as exc:  # CuPy installed but unusable (no driver, no GPU)
+        warnings.warn(f"CuPy is installed but unusable ({exc}); using NumPy", RuntimeWarning)
+        _CUPY = None
+    return _CUPY
+
+
+def cupy_available() -> bool:
+    """Return True if CuPy imports, sees a GPU and is not disabled."""
+    return _load_cupy() is not None
+
+
+def default_module():
+    """The array module for arrays that :mod:`aimlib` creates from scratch.
+
+    NumPy unless ``AIMLIB_BACKEND=cupy``; with that setting CuPy must work.
+    """
+    choice = os.environ.get("AIMLIB_BACKEND", "numpy").lower()
+    if choice not in ("numpy", "cupy"):
+        raise ValueError(f"AIMLIB_BACKEND must be 'numpy' or 'cupy', got {choice!r}")
+    if choice == "cupy":
+        cp = _load_cupy()
+        if cp is None:
+            raise RuntimeError("AIMLIB_BACKEND=cupy but CuPy is not usable on this machine")
+        return cp
+    return np
+
+
+def module_named(name: str | None):
+    """Return the array module called ``name`` (``'numpy'``, ``'cupy'`` or None for the default)."""
+    if name is None:
+        return default_module()
+    if name == "numpy":
+        return np
+    if name == "cupy":
+        cp = _load_cupy()
+        if cp is None:
+            raise RuntimeError("backend='cupy' was asked for but CuPy is not usable on this machine")
+        return cp
+    raise ValueError(f"backend must be 'numpy' or 'cupy', got {name!r}")
+
+
+def get_array_module(*arrays):
+    """Return ``cupy`` if any argument is a CuPy array, else ``numpy``.
+
+    Non-array arguments (floats, None) are ignored.
+    """
+    for a in arrays:
+        if _is_cupy_array(a):
+            import cupy
+
+            return cupy
+    return np
+
+
+def _is_cupy_array(x) -> bool:
+    """True for a CuPy array (checked by type, so CuPy is never imported needlessly)."""
+    return type(x).__module__.split(".")[0] == "cupy"
+
+
+def backend_name(xp) -> str:
+    """``'numpy'`` or ``'cupy'`` for an array module."""
+    return "cupy" if xp is not np else "numpy"
+
+
+def to_host(x):
+    """Return ``x`` as a NumPy array (copying from the GPU if needed)."""
+    if _is_cupy_array(x):
+        return x.get()
+    return np.asarray(x)
+
+
+def to_device(x, xp):
+    """Return ``x`` as an array of module ``xp`` (no copy if it already is)."""
+    if xp is np:
+        return to_host(x)
+    return xp.asarray(x)

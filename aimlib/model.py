@@ -1,0 +1,182 @@
+r"""Sampling the attention-indexed model (AIM) at finite dimension.
+
+Conventions (book, chapter "The model"):
+
+* tokens: a sample is ``X`` of shape ``(T, d)`` with i.i.d. ``N(0, 1)``
+  entries; a batch has shape ``(n, T, d)``;
+* teacher: ``S = W W^T / sqrt(r d)`` with ``W`` of shape ``(d, r)``, i.i.d.
+  ``N(0, 1)``, and width ratio ``rho = r / d``;
+* attention indices: ``h_ab = x_a^T S x_b / sqrt(d) - delta_ab Tr(S) / sqrt(d)``;
+* output: ``y = g(h)`` for a channel ``g`` from :mod:`aimlib.channels`;
+* sample complexity: ``alpha = n / d^2``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _validate as v
+from .backend import get_array_module, module_named, to_device
+from .channels import Channel
+
+__all__ = ["teacher_width", "sample_teacher", "sample_tokens", "attention_indices",
+           "n_samples", "Dataset", "sample_dataset", "index_covariance", "index_excess_kurtosis"]
+
+
+def teacher_width(d: int, rho: float) -> int:
+    """The integer width ``r = round(rho d)`` (at least 1) of a teacher of ratio ``rho``."""
+    d = v.integer("d", d, minimum=1)
+    rho = v.positive("rho", rho)
+    return max(1, int(round(rho * d)))
+
+
+def sample_teacher(d: int, rho: float, seed=None, *, backend: str | None = None, dtype=np.float64):
+    r"""Sample the tied key-query matrix ``S = W W^T / sqrt(r d)``.
+
+    Parameters
+    ----------
+    d : int
+        Token dimension, ``d >= 1``.
+    rho : float
+        Width ratio ``r / d > 0``; the width used is ``r = round(rho d)``.
+    seed : int, Generator or None
+        Source of randomness.
+    backend : {'numpy', 'cupy'} or None
+        Array module of the result (default: :func:`aimlib.backend.default_module`).
+
+    Returns
+    -------
+    S : array of shape (d, d)
+        Symmetric, positive semi-definite, with ``Tr(S)/d -> sqrt(rho)`` and
+        ``Tr(S^2)/d -> 1 + rho``.
+    """
+    r = teacher_width(d, rho)
+    W = v.generator(seed).standard_normal((d, r))
+    xp = module_named(backend)
+    W = to_device(W.astype(dtype), xp)
+    S = W @ W.T / np.sqrt(r * d)
+    return (S + S.T) / 2
+
+
+def sample_tokens(n: int, T: int, d: int, seed=None, *, backend: str | None = None, dtype=np.float64):
+    """Sample ``n`` sequences of ``T`` i.i.d. standard Gaussian tokens in ``R^d``: shape ``(n, T, d)``."""
+    n = v.integer("n", n, minimum=1)
+    T = v.integer("T", T, minimum=2)
+    d = v.integer("d", d, minimum=1)
+    X = v.generator(seed).standard_normal((n, T, d)).astype(dtype)
+    return to_device(X, module_named(backend))
+
+
+def attention_indices(X, S):
+    r"""Attention indices ``h = X S X^T / sqrt(d) - I_T Tr(S) / sqrt(d)`` for a batch.
+
+    Parameters
+    ----------
+    X : array of shape (n, T, d)
+        Token sequences.
+    S : array of shape (d, d)
+        Symmetric key-query matrix.
+
+    Returns
+    -------
+    h : array of shape (n, T, T)
+        Symmetric in its last two axes.  The trace subtraction removes the
+        ``O(sqrt(d))`` mean of the diagonal, so every entry is ``O(1)``.
+    """
+    X = v.finite_array("X", X, ndim=3)
+    S = v.symmetric_matrix("S", S)
+    d = X.shape[-1]
+    if S.shape[0] != d:
+        raise ValueError(f"S must have shape ({d}, {d}) to match X, got {tuple(S.shape)}")
+    xp = get_array_module(X, S)
+    h = (X @ S) @ xp.swapaxes(X, 1, 2) / np.sqrt(d)
+    T = X.shape[1]
+    h -= xp.eye(T, dtype=h.dtype) * (xp.trace(S) / np.sqrt(d))
+    return (h + xp.swapaxes(h, 1, 2)) / 2
+
+
+def n_samples(alpha: float, d: int) -> int:
+    """Number of samples ``n = round(alpha d^2)`` (at least 1)."""
+    alpha = v.positive("alpha", alpha)
+    d = v.integer("d", d, minimum=1)
+    return max(1, int(round(alpha * d * d)))
+
+
+@dataclass
+class Dataset:
+    """A sampled AIM data set: teacher ``S``, tokens ``X``, indices ``h``, outputs ``y``."""
+
+    S: object
+    X: object
+    h: object
+    y: object
+    channel: Channel
+    alpha: float
+    rho: float
+
+    @property
+    def n(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def T(self) -> int:
+        return self.X.shape[1]
+
+    @property
+    def d(self) -> int:
+        return self.X.shape[2]
+
+
+def sample_dataset(alpha: float, d: int, T: int, rho: float, channel: Channel, seed=None,
+                   *, backend: str | None = None, dtype=np.float64) -> Dataset:
+    """Sample teacher, ``n = round(alpha d^2)`` sequences and their outputs.
+
+    One seed drives all draws (teacher, tokens, label noise) through a single
+    Generator, so the data set is reproducible on every backend.
+    """
+    if not isinstance(channel, Channel):
+        raise TypeError(f"channel must be an aimlib.channels.Channel, got {type(channel).__name__}")
+    rng = v.generator(seed)
+    n = n_samples(alpha, d)
+    S = sample_teacher(d, rho, rng, backend=backend, dtype=dtype)
+    X = sample_tokens(n, T, d, rng, backend=backend, dtype=dtype)
+    h = attention_indices(X, S)
+    y = channel(h, rng)
+    return Dataset(S=S, X=X, h=h, y=y, channel=channel, alpha=float(alpha), rho=float(rho))
+
+
+def index_covariance(S, S_prime=None) -> float:
+    r"""Exact covariance of off-diagonal indices built from ``S`` and ``S'``.
+
+    For fixed symmetric ``S, S'`` and Gaussian tokens,
+    ``E[h_ab(S) h_ab(S')] = Tr(S S') / d`` for ``a != b`` and twice that for
+    ``a = b``; entries at different positions are uncorrelated.  With
+    ``S' = S`` this is ``Q0 = Tr(S^2)/d``.
+    """
+    S = v.symmetric_matrix("S", S)
+    S_prime = S if S_prime is None else v.symmetric_matrix("S_prime", S_prime)
+    if S_prime.shape != S.shape:
+        raise ValueError(f"S_prime must have shape {tuple(S.shape)}, got {tuple(S_prime.shape)}")
+    xp = get_array_module(S, S_prime)
+    return float(xp.sum(S * S_prime)) / S.shape[0]
+
+
+def index_excess_kurtosis(S) -> tuple[float, float]:
+    r"""Exact excess kurtosis of an off-diagonal and a diagonal index, for fixed ``S``.
+
+    With ``t_k = Tr(S^k)``: the bilinear form ``x^T S y`` has excess kurtosis
+    ``6 t_4 / t_2^2`` and the centred quadratic form ``x^T S x - t_1`` has
+    ``12 t_4 / t_2^2`` (its cumulants are ``2^{k-1} (k-1)! t_k``).  Both
+    vanish like ``1/d``: the indices become Gaussian as ``d`` grows.
+
+    Returns
+    -------
+    (off_diagonal, diagonal) : tuple of float
+    """
+    S = v.symmetric_matrix("S", S)
+    xp = get_array_module(S)
+    S2 = S @ S
+    t2 = float(xp.trace(S2))
+    t4 = float(xp.sum(S2 * S2))
+    return 6 * t4 / t2**2, 12 * t4 / t2**2

@@ -1,0 +1,62 @@
+"""Shared fixtures: the array module under test and the built book.
+
+``AIMLIB_TEST_BACKEND=cupy`` runs the array tests on the GPU; NumPy otherwise.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILD = ROOT / "_build"
+
+
+@pytest.fixture(scope="session")
+def backend() -> str:
+    """Name of the backend the array tests run on."""
+    name = os.environ.get("AIMLIB_TEST_BACKEND", "numpy")
+    if name == "cupy":
+        from aimlib.backend import cupy_available
+
+        if not cupy_available():
+            pytest.fail("AIMLIB_TEST_BACKEND=cupy but CuPy is not usable")
+    return name
+
+
+@pytest.fixture(scope="session")
+def xp(backend):
+    """The array module matching :func:`backend`."""
+    from aimlib.backend import module_named
+
+    return module_named(backend)
+
+
+@pytest.fixture(scope="session")
+def built_book():
+    """Build the book strictly, once per session, from a clean ``_build``.
+
+    Returns the completed process (stdout+stderr in ``.stdout``) and the HTML folder.
+    """
+    shutil.rmtree(BUILD, ignore_errors=True)
+    cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(ROOT),
+           "--path-output", str(ROOT), "-W", "-n", "--keep-going"]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    proc.stdout = proc.stdout + proc.stderr
+    return proc, BUILD / "html"
+
+
+def toc_files() -> list[Path]:
+    """Every chapter listed in ``_toc.yml``, as paths to their ``.md`` sources."""
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+    for part in toc.get("parts", []):
+        files += [c["file"] for c in part["chapters"]]
+    return [ROOT / f"{f}.md" for f in files]

@@ -1,0 +1,168 @@
+"""Every page of the built book in headless Chromium, with the network cut.
+
+Needs Debian's ``chromium`` (``apt-get install chromium``) and the Python
+package ``playwright`` (no browser download).  In CI (``CI=true``) a missing
+browser is a failure; elsewhere these tests skip and say how to enable them.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlparse
+
+import pytest
+
+pytestmark = [pytest.mark.book, pytest.mark.browser]
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+
+
+def _require_browser():
+    problem = None
+    if not os.path.exists(CHROMIUM):
+        problem = "Chromium not found (install it with `apt-get install chromium`)"
+    else:
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            problem = "the Python package playwright is missing (`pip install -r requirements.txt`)"
+    if problem:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"browser tests are required in CI: {problem}")
+        pytest.skip(f"browser tests skipped: {problem}")
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def site(built_book):
+    """Serve the built HTML on 127.0.0.1; yield (base_url, html_dir)."""
+    _require_browser()
+    proc, html = built_book
+    assert proc.returncode == 0, "the book build failed; see test_book.py"
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(html)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", html
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    _require_browser()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+def _pages(html):
+    pages = sorted(p.relative_to(html).as_posix() for p in (html / "book").glob("*.html"))
+    return pages + ["search.html", "genindex.html"]
+
+
+def visit(chromium, base, path):
+    """Load a page with every off-site request aborted; return what happened."""
+    seen = {"console": [], "page": [], "http": [], "offsite": []}
+    ctx = chromium.new_context(viewport={"width": 1280, "height": 900})
+    page = ctx.new_page()
+    host = urlparse(base).netloc
+
+    def route(r):
+        if urlparse(r.request.url).netloc in (host, ""):
+            r.continue_()
+        else:
+            seen["offsite"].append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    page.on("console", lambda m: m.type == "error" and seen["console"].append(m.text))
+    page.on("pageerror", lambda e: seen["page"].append(str(e)))
+    page.on("response", lambda r: r.status >= 400 and seen["http"].append(f"{r.status} {r.url}"))
+    page.goto(f"{base}/{path}", wait_until="load")
+    page.wait_for_load_state("networkidle")
+    page.evaluate("() => (window.MathJax && MathJax.startup) ? MathJax.startup.promise : null")
+    return page, ctx, seen
+
+
+def test_pages_exist(site):
+    _, html = site
+    assert len(_pages(html)) >= 5
+
+
+def test_every_page_renders_cleanly(site, chromium):
+    base, html = site
+    failures = []
+    for path in _pages(html):
+        page, ctx, seen = visit(chromium, base, path)
+        report = page.evaluate(
+            """() => {
+              const math = [...document.querySelectorAll('div.math, span.math')];
+              const imgs = [...document.querySelectorAll('article img')];
+              const text = document.querySelector('article')?.innerText ?? '';
+              const refs = [...document.querySelectorAll('article a.reference.internal[href^="#"]')];
+              return {
+                math: math.length,
+                typeset: math.filter(m => m.querySelector('mjx-container')).length,
+                merror: document.querySelectorAll('mjx-merror').length,
+                brokenImages: imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src),
+                rawDollars: (text.match(/\\$\\$/g) || []).length,
+                danglingRefs: refs.filter(a => !document.getElementById(
+                    decodeURIComponent(a.getAttribute('href').slice(1)))).map(a => a.href),
+                unresolved: [...document.querySelectorAll('.xref.std-ref, .problematic')]
+                    .filter(e => !e.closest('a')).map(e => e.textContent),
+              };
+            }"""
+        )
+        problems = {k: v for k, v in seen.items() if v}
+        if report["typeset"] != report["math"]:
+            problems["math"] = f"{report['typeset']} of {report['math']} math nodes typeset"
+        for key in ("merror", "rawDollars"):
+            if report[key]:
+                problems[key] = report[key]
+        for key in ("brokenImages", "danglingRefs", "unresolved"):
+            if report[key]:
+                problems[key] = report[key][:5]
+        if problems:
+            failures.append(f"{path}: {problems}")
+        ctx.close()
+    assert not failures, "\n".join(failures)
+
+
+def test_chapters_have_math_and_figures(site, chromium):
+    base, _ = site
+    page, ctx, _ = visit(chromium, base, "book/model.html")
+    assert page.locator("mjx-container").count() > 50
+    assert page.locator("figure img").count() >= 3
+    assert page.locator(".proof, .prf-proof, div.proof").count() >= 1 or "Proof" in page.inner_text("article")
+    ctx.close()
+
+
+def test_equation_reference_links_to_its_equation(site, chromium):
+    base, _ = site
+    page, ctx, _ = visit(chromium, base, "book/model.html")
+    links = page.locator('article a.reference.internal[href="#equation-model-eq-teacher"]')
+    assert links.count() >= 1
+    links.first.click()
+    assert page.evaluate("() => location.hash") == "#equation-model-eq-teacher"
+    assert page.locator("#equation-model-eq-teacher mjx-container").count() == 1
+    ctx.close()
+
+
+def test_exercise_solution_is_a_dropdown(site, chromium):
+    base, _ = site
+    page, ctx, _ = visit(chromium, base, "book/model.html")
+    sol = page.locator("details.solution, .solution.dropdown, details.dropdown").first
+    assert sol.count() == 1
+    ctx.close()

@@ -1,0 +1,78 @@
+"""Every chapter in _toc.yml is a valid jupytext MyST notebook that round-trips."""
+from pathlib import Path
+
+import jupytext
+import pytest
+
+from conftest import ROOT, toc_files
+
+CHAPTERS = toc_files()
+
+
+def test_toc_lists_existing_chapters():
+    assert len(CHAPTERS) >= 3
+    for path in CHAPTERS:
+        assert path.exists(), f"{path} is listed in _toc.yml but missing"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_is_myst_notebook_with_kernelspec(path: Path):
+    nb = jupytext.read(path)
+    meta = nb.metadata
+    assert meta["jupytext"]["text_representation"]["format_name"] == "myst"
+    assert meta["kernelspec"]["name"] == "python3"
+    assert meta["kernelspec"]["language"] == "python"
+    assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.lstrip().startswith(("#", "("))
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_round_trips_through_ipynb(path: Path):
+    nb = jupytext.read(path)
+    ipynb = jupytext.writes(nb, fmt="ipynb")
+    again = jupytext.reads(jupytext.writes(jupytext.reads(ipynb, fmt="ipynb"), fmt="md:myst"), fmt="md:myst")
+    assert _cells(again) == _cells(nb)
+    assert again.metadata["kernelspec"] == nb.metadata["kernelspec"]
+
+
+def _cells(nb):
+    """Cell content without the random cell ids."""
+    return [(c.cell_type, c.source, dict(c.metadata)) for c in nb.cells]
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_existing_paired_notebook_matches_source(path: Path):
+    paired = path.with_suffix(".ipynb")
+    if not paired.exists():
+        pytest.skip(f"no paired {paired.name} (created by `make lab` or `jupytext --sync`)")
+    assert [c[:2] for c in _cells(jupytext.read(path))] == [c[:2] for c in _cells(jupytext.read(paired))], f"{paired.name} is out of sync with {path.name}: run `jupytext --sync {path}`"
+
+
+def test_pairing_configuration():
+    assert 'formats = "ipynb,md:myst"' in (ROOT / "jupytext.toml").read_text()
+
+
+def test_chapters_do_not_install_packages():
+    for path in CHAPTERS:
+        assert "pip install" not in "".join(
+            c.source for c in jupytext.read(path).cells if c.cell_type == "code"
+        ), f"{path.name} installs packages in a cell"
+
+
+def test_sync_pairs_a_chapter_both_ways(tmp_path):
+    """`jupytext --sync` (what `make lab` runs) creates the .ipynb and carries edits back."""
+    import shutil
+    import subprocess
+    import sys
+
+    jt = [sys.executable, "-m", "jupytext"]
+    shutil.copy(ROOT / "jupytext.toml", tmp_path)
+    md = tmp_path / "model.md"
+    shutil.copy(ROOT / "book" / "model.md", md)
+    subprocess.run(jt + ["--sync", str(md)], check=True, capture_output=True, cwd=tmp_path)
+    ipynb = md.with_suffix(".ipynb")
+    assert [c[:2] for c in _cells(jupytext.read(ipynb))] == [c[:2] for c in _cells(jupytext.read(md))]
+    nb = jupytext.read(ipynb)
+    nb.cells[-1].source += "\n\nAn edit made in Jupyter."
+    jupytext.write(nb, ipynb)
+    subprocess.run(jt + ["--sync", str(ipynb)], check=True, capture_output=True, cwd=tmp_path)
+    assert "An edit made in Jupyter." in md.read_text()

@@ -1,0 +1,148 @@
+"""Sampling the AIM: shapes, scalings of THEORY §1 against closed forms, seeds, bad inputs."""
+import numpy as np
+import pytest
+
+from aimlib import model
+from aimlib.backend import to_host
+from aimlib.channels import Softmax
+
+
+def test_teacher_shape_symmetry_psd(backend):
+    S = to_host(model.sample_teacher(50, 0.3, seed=0, backend=backend))
+    assert S.shape == (50, 50)
+    np.testing.assert_array_equal(S, S.T)
+    assert np.linalg.eigvalsh(S).min() > -1e-12
+    assert np.linalg.matrix_rank(S) == model.teacher_width(50, 0.3) == 15
+
+
+def test_teacher_moments_match_exact_finite_d_means():
+    # E Tr(S)/d = sqrt(r/d) and E Tr(S^2)/d = 1 + rho + 1/d exactly (book, chapter "The model").
+    d, rho, reps = 40, 0.5, 400
+    rng = np.random.default_rng(0)
+    t1, t2 = [], []
+    for _ in range(reps):
+        S = model.sample_teacher(d, rho, rng)
+        t1.append(np.trace(S) / d)
+        t2.append(model.index_covariance(S))
+    for vals, exact in [(t1, np.sqrt(rho)), (t2, 1 + rho + 1 / d)]:
+        se = np.std(vals) / np.sqrt(reps)
+        assert abs(np.mean(vals) - exact) < 4 * se
+
+
+@pytest.mark.parametrize("rho", [0.2, 1.0, 3.0])
+def test_teacher_limits_at_large_d(rho):
+    S = model.sample_teacher(800, rho, seed=1)
+    r = model.teacher_width(800, rho)
+    assert np.trace(S) / 800 == pytest.approx(np.sqrt(r / 800), abs=0.01)
+    assert model.index_covariance(S) == pytest.approx(1 + r / 800, abs=0.03)
+
+
+def test_indices_match_definition_elementwise(backend):
+    rng = np.random.default_rng(2)
+    X = model.sample_tokens(5, 3, 30, rng, backend=backend)
+    S = model.sample_teacher(30, 0.5, rng, backend=backend)
+    h = to_host(model.attention_indices(X, S))
+    Xh, Sh = to_host(X), to_host(S)
+    for mu in range(5):
+        for a in range(3):
+            for b in range(3):
+                expect = Xh[mu, a] @ Sh @ Xh[mu, b] / np.sqrt(30) - (a == b) * np.trace(Sh) / np.sqrt(30)
+                assert h[mu, a, b] == pytest.approx(expect, rel=1e-12, abs=1e-12)
+
+
+def test_indices_equal_sensing_form():
+    # h_ab = <Z_ab, S>/sqrt(d) with Z_ab = (x_a x_b^T + x_b x_a^T)/2 - delta_ab I.
+    rng = np.random.default_rng(3)
+    X = model.sample_tokens(1, 2, 20, rng)[0]
+    S = model.sample_teacher(20, 1.0, rng)
+    h = model.attention_indices(X[None], S)[0]
+    for a in range(2):
+        for b in range(2):
+            Z = (np.outer(X[a], X[b]) + np.outer(X[b], X[a])) / 2 - (a == b) * np.eye(20)
+            assert h[a, b] == pytest.approx(np.sum(Z * S) / np.sqrt(20), rel=1e-12)
+
+
+def test_index_covariance_is_goe_shaped():
+    # Var h_ab = Q0 (a != b), 2 Q0 (a = b), zero correlation between entries (exact at finite d).
+    d, n, T = 60, 60_000, 3
+    rng = np.random.default_rng(4)
+    S = model.sample_teacher(d, 0.5, rng)
+    h = model.attention_indices(model.sample_tokens(n, T, d, rng), S)
+    Q0 = model.index_covariance(S)
+    iu = np.triu_indices(T)
+    C = np.cov(h[:, iu[0], iu[1]].T) / Q0
+    expected = np.diag(np.where(iu[0] == iu[1], 2.0, 1.0))
+    # entry-wise standard error of a sample covariance of ~unit-variance variables: ~sqrt(2*4/n)
+    assert np.abs(C - expected).max() < 6 * np.sqrt(8 / n)
+
+
+def test_cross_covariance_of_two_teachers():
+    d, n = 60, 60_000
+    rng = np.random.default_rng(5)
+    S, S2 = model.sample_teacher(d, 0.5, rng), model.sample_teacher(d, 0.5, rng)
+    X = model.sample_tokens(n, 2, d, rng)
+    h, h2 = model.attention_indices(X, S), model.attention_indices(X, S2)
+    q = model.index_covariance(S, S2)
+    prod = h[:, 0, 1] * h2[:, 0, 1]
+    assert abs(prod.mean() - q) < 5 * prod.std() / np.sqrt(n)
+    prod = h[:, 0, 0] * h2[:, 0, 0]
+    assert abs(prod.mean() - 2 * q) < 5 * prod.std() / np.sqrt(n)
+
+
+def test_excess_kurtosis_closed_form_against_sampling():
+    d, n = 12, 400_000  # small d: non-Gaussianity large enough to measure
+    rng = np.random.default_rng(6)
+    S = model.sample_teacher(d, 0.5, rng)
+    h = model.attention_indices(model.sample_tokens(n, 2, d, rng), S)
+    k_off, k_diag = model.index_excess_kurtosis(S)
+    from scipy import stats
+
+    assert stats.kurtosis(h[:, 0, 1]) == pytest.approx(k_off, rel=0.08)
+    assert stats.kurtosis(h[:, 0, 0]) == pytest.approx(k_diag, rel=0.08)
+
+
+def test_excess_kurtosis_decays_like_one_over_d():
+    k = [model.index_excess_kurtosis(model.sample_teacher(d, 0.5, 0))[0] * d for d in (100, 400)]
+    assert k[1] == pytest.approx(k[0], rel=0.15)
+
+
+def test_seeds_reproduce_and_differ():
+    a = model.sample_dataset(0.02, 30, 2, 0.5, Softmax(), seed=7)
+    b = model.sample_dataset(0.02, 30, 2, 0.5, Softmax(), seed=7)
+    c = model.sample_dataset(0.02, 30, 2, 0.5, Softmax(), seed=8)
+    np.testing.assert_array_equal(a.y, b.y)
+    np.testing.assert_array_equal(a.S, b.S)
+    assert not np.allclose(a.S, c.S)
+    gen = np.random.default_rng(3)
+    assert model.sample_teacher(10, 1.0, gen).shape == (10, 10)
+
+
+def test_dataset_sizes_and_dtype():
+    ds = model.sample_dataset(0.1, 40, 3, 0.5, Softmax(beta=2.0), seed=0, dtype=np.float32)
+    assert ds.n == model.n_samples(0.1, 40) == 160
+    assert (ds.T, ds.d) == (3, 40)
+    assert ds.X.dtype == np.float32 and ds.y.shape == (160, 3, 3)
+
+
+@pytest.mark.parametrize(
+    "call, exc, match",
+    [
+        (lambda: model.sample_teacher(10, 0.0), ValueError, "rho must be > 0"),
+        (lambda: model.sample_teacher(10, float("nan")), ValueError, "rho must be finite"),
+        (lambda: model.sample_teacher(0, 0.5), ValueError, "d must be >= 1"),
+        (lambda: model.sample_teacher(10.5, 0.5), TypeError, "d must be an integer"),
+        (lambda: model.sample_tokens(5, 1, 10), ValueError, "T must be >= 2"),
+        (lambda: model.n_samples(-0.1, 10), ValueError, "alpha must be > 0"),
+        (lambda: model.sample_teacher(10, 0.5, seed="x"), TypeError, "seed must be"),
+        (lambda: model.sample_teacher(10, 0.5, seed=-1), ValueError, "seed must be a non-negative"),
+        (lambda: model.attention_indices(np.ones((2, 3)), np.eye(3)), ValueError, "X must have 3 dimensions"),
+        (lambda: model.attention_indices(np.ones((2, 3, 4)), np.eye(3)), ValueError, "S must have shape"),
+        (lambda: model.attention_indices(np.ones((2, 3, 2)), np.array([[1.0, 2.0], [0.0, 1.0]])),
+         ValueError, "S must be symmetric"),
+        (lambda: model.attention_indices(np.full((2, 3, 2), np.nan), np.eye(2)), ValueError, "X must contain only finite"),
+        (lambda: model.sample_dataset(0.1, 10, 2, 0.5, "softmax"), TypeError, "channel must be"),
+    ],
+)
+def test_bad_inputs_raise_clear_errors(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
