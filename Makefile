@@ -1,14 +1,15 @@
 # The two commands of the README:
 #   make book   bootstrap, then build the book strictly with every chapter executed
 #   make test   bootstrap, then unit tests, the strict book build and the browser tests
-# Also: make lab (chapters as notebooks in JupyterLab), make bench (benchmarks).
+# Also: make lab (chapters as notebooks in JupyterLab), make bench (benchmarks),
+#       make app (the playground as a live Voila app on http://127.0.0.1:8866).
 
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 BUILD  := _build
 
-.PHONY: book test lab bench vendor clean
+.PHONY: book test lab bench vendor clean app
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,10 +21,17 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --ignore-scripts
 	touch $@
 
-# Offline browser assets (MathJax 3) copied where Sphinx serves them from.
-_vendor/.installed: node_modules/.installed
-	rm -rf _vendor && mkdir -p _vendor
+# Offline browser assets copied where Sphinx serves them from (_vendor -> _static):
+# MathJax 3, and for the widgets require.js, the html-manager's embed-amd.js with its
+# font files, and a shim (fonts path, MathJax 2 API) from book/_ext.
+WIDGETS_JS := node_modules/@jupyter-widgets/html-manager/dist
+
+_vendor/.installed: node_modules/.installed book/_ext/widgets-shim.js
+	rm -rf _vendor && mkdir -p _vendor/widgets
 	cp -r node_modules/mathjax/es5 _vendor/mathjax
+	cp node_modules/requirejs/require.js $(WIDGETS_JS)/embed-amd.js _vendor/widgets/
+	cp $(WIDGETS_JS)/*.woff $(WIDGETS_JS)/*.woff2 $(WIDGETS_JS)/*.ttf $(WIDGETS_JS)/*.eot $(WIDGETS_JS)/*.svg _vendor/widgets/
+	cp book/_ext/widgets-shim.js _vendor/widgets/shim.js
 	touch $@
 
 vendor: _vendor/.installed
@@ -35,6 +43,18 @@ book: $(VENV)/.installed _vendor/.installed
 
 test: $(VENV)/.installed _vendor/.installed
 	$(PY) -m pytest
+
+# The playground (book/playground.md) as a live app: jupytext writes the notebook to
+# _build/app (ignored) and Voila serves it on 127.0.0.1 only, offline: the template
+# book/_ext/voila/templates/aim drops the Voila template's FontAwesome CDN links, and the
+# jupytext JupyterLab extension (not needed in an app) is not loaded.
+APP_PORT ?= 8866
+app: $(VENV)/.installed
+	mkdir -p $(BUILD)/app
+	$(VENV)/bin/jupytext --to ipynb --output $(BUILD)/app/playground.ipynb book/playground.md
+	JUPYTER_PATH=$(CURDIR)/book/_ext $(VENV)/bin/voila $(BUILD)/app/playground.ipynb \
+	  --no-browser --port=$(APP_PORT) --Voila.ip=127.0.0.1 --template=aim \
+	  --VoilaConfiguration.extension_denylist=jupyterlab-jupytext
 
 lab: $(VENV)/.installed
 	$(VENV)/bin/jupytext --sync book/*.md

@@ -242,6 +242,37 @@ class Hardmax(Channel):
         idx = xp.argmax(h, axis=-1)
         return (xp.arange(h.shape[-1]) == idx[..., None]).astype(h.dtype)
 
+    # Bayes side: noiseless, T = 2 only (aimlib.hardmax); y may be the one-hot
+    # output (..., 2, 2) or the signs (s_1, s_2) of shape (..., 2).
+    def _require_bayes(self, what: str):
+        if self.noise > 0:
+            raise self._not_implemented(what)
+
+    def log_partition(self, y, omega, V):
+        r"""``log Z_out = log Phi_2(kappa_1, kappa_2; s_1 s_2 / 3)`` (see :func:`aimlib.hardmax.log_partition`)."""
+        from . import hardmax
+
+        self._require_bayes("log_partition")
+        return hardmax.log_partition(y, omega, V)
+
+    def g_out(self, y, omega, V):
+        r"""``d log Z_out / d omega_ab`` as a symmetric ``(..., 2, 2)`` array (see :func:`aimlib.hardmax.g_out`)."""
+        from . import hardmax
+
+        self._require_bayes("g_out")
+        return hardmax.g_out(y, omega, V)
+
+    def fisher(self, q, Q0, T):
+        r"""``F_out(q) = G(q/V)/V`` by deterministic quadrature; ``T`` must be 2 (see :func:`aimlib.hardmax.fisher`)."""
+        from . import hardmax
+
+        self._require_bayes("fisher")
+        T = v.integer("T", T, minimum=1)
+        if T != 2:
+            raise ValueError(f"T must be 2 for the hardmax Bayes side (its Z_out is a bivariate "
+                             f"orthant probability), got T={T}")
+        return hardmax.fisher(q, Q0)
+
 
 class Linear(Channel):
     """Identity channel ``y = h``."""

@@ -1,70 +1,31 @@
 """Every page of the built book in headless Chromium, with the network cut.
 
-Needs Debian's ``chromium`` (``apt-get install chromium``) and the Python
-package ``playwright`` (no browser download).  In CI (``CI=true``) a missing
-browser is a failure; elsewhere these tests skip and say how to enable them.
+See ``browser_support`` for what is needed and the skip/fail policy.
 """
 from __future__ import annotations
 
-import functools
-import os
-import shutil
-import threading
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import urlparse
-
 import pytest
 
+from browser_support import launch, require, serve, watch
+
 pytestmark = [pytest.mark.book, pytest.mark.browser]
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
-
-
-def _require_browser():
-    problem = None
-    if not os.path.exists(CHROMIUM):
-        problem = "Chromium not found (install it with `apt-get install chromium`)"
-    else:
-        try:
-            import playwright.sync_api  # noqa: F401
-        except ImportError:
-            problem = "the Python package playwright is missing (`pip install -r requirements.txt`)"
-    if problem:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"browser tests are required in CI: {problem}")
-        pytest.skip(f"browser tests skipped: {problem}")
-
-
-class _QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
 
 
 @pytest.fixture(scope="module")
 def site(built_book):
     """Serve the built HTML on 127.0.0.1; yield (base_url, html_dir)."""
-    _require_browser()
+    require()
     proc, html = built_book
     assert proc.returncode == 0, "the book build failed; see test_book.py"
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(html)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", html
-    server.shutdown()
+    with serve(html) as base:
+        yield base, html
 
 
 @pytest.fixture(scope="module")
 def chromium():
-    _require_browser()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    require()
+    with launch() as browser:
         yield browser
-        browser.close()
 
 
 def _pages(html):
@@ -74,22 +35,9 @@ def _pages(html):
 
 def visit(chromium, base, path):
     """Load a page with every off-site request aborted; return what happened."""
-    seen = {"console": [], "page": [], "http": [], "offsite": []}
     ctx = chromium.new_context(viewport={"width": 1280, "height": 900})
     page = ctx.new_page()
-    host = urlparse(base).netloc
-
-    def route(r):
-        if urlparse(r.request.url).netloc in (host, ""):
-            r.continue_()
-        else:
-            seen["offsite"].append(r.request.url)
-            r.abort()
-
-    page.route("**/*", route)
-    page.on("console", lambda m: m.type == "error" and seen["console"].append(m.text))
-    page.on("pageerror", lambda e: seen["page"].append(str(e)))
-    page.on("response", lambda r: r.status >= 400 and seen["http"].append(f"{r.status} {r.url}"))
+    seen = watch(page, base)
     page.goto(f"{base}/{path}", wait_until="load")
     page.wait_for_load_state("networkidle")
     page.evaluate("() => (window.MathJax && MathJax.startup) ? MathJax.startup.promise : null")

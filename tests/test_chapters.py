@@ -39,14 +39,6 @@ def _cells(nb):
     return [(c.cell_type, c.source, dict(c.metadata)) for c in nb.cells]
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
-def test_existing_paired_notebook_matches_source(path: Path):
-    paired = path.with_suffix(".ipynb")
-    if not paired.exists():
-        pytest.skip(f"no paired {paired.name} (created by `make lab` or `jupytext --sync`)")
-    assert [c[:2] for c in _cells(jupytext.read(path))] == [c[:2] for c in _cells(jupytext.read(paired))], f"{paired.name} is out of sync with {path.name}: run `jupytext --sync {path}`"
-
-
 def test_pairing_configuration():
     assert 'formats = "ipynb,md:myst"' in (ROOT / "jupytext.toml").read_text()
 

@@ -1,0 +1,347 @@
+r"""Command-line interface: ``python -m aimlib <command> ...``.
+
+Commands
+--------
+``se``
+    State-evolution fixed points, CSV ``alpha,mmse,q`` on stdout::
+
+        python -m aimlib se --channel softmax --T 2 --rho 0.5 --alpha 0.05 0.1
+
+``threshold``
+    The channel's threshold on stdout: the perfect-recovery ``alpha_PR`` of
+    the softmax/linear channels, or (``--channel hardmax --rho 0``) the
+    weak-recovery threshold in ``alpha_bar = alpha / rho``::
+
+        python -m aimlib threshold --channel softmax --T 2 --rho 0.5
+
+``amp``
+    One GAMP-RIE run on sampled data, CSV ``alpha,d,seed,mmse,iterations,seconds``::
+
+        python -m aimlib amp --channel softmax --T 2 --rho 0.5 --alpha 0.1 --d 200 --seed 0
+
+``gd``
+    Gradient descent (Adam) from ``--restarts`` random initialisations on the
+    same data, CSV ``alpha,d,seed,restarts,mmse_single,mmse_averaged,seconds``
+    (``mmse_single`` is the mean error of the single students)::
+
+        python -m aimlib gd --T 2 --rho 0.5 --alpha 0.1 --d 100 --seed 0 --restarts 8
+
+Both take ``--backend numpy|cupy`` and ``--dtype float32|float64``.
+
+``sweep``
+    A grid of se/amp/gd/gd_avg runs from a YAML spec (:mod:`aimlib.sweep`),
+    computed in parallel and appended to a CSV, one row per run; rows already
+    there are reused, so an interrupted sweep resumes where it stopped::
+
+        python -m aimlib sweep sweeps/softmax_se.yaml --out sweeps/softmax_se.csv \
+            [--scheduler local|tcp://host:8786] [--workers N] [--no-progress] [--dry-run]
+
+    A bad spec exits with status 2 and one line naming the field; runs that
+    fail (no row written) make the exit status 1.
+
+Bad arguments exit with status 2 and one line on stderr (argparse errors and
+the library's ``ValueError``/``TypeError`` alike); a solver that does not
+converge exits with status 1.
+
+Extending
+---------
+* A channel for ``se`` is an entry of :data:`SE_SOLVERS`: a factory
+  ``args -> (alphas -> SECurve)``.  The default factory builds the channel
+  by name and runs :func:`aimlib.state_evolution.curve`, which is generic
+  over ``Channel.fisher``; so a channel whose Bayes side exists works as soon
+  as it is registered in :mod:`aimlib.channels`.
+* A threshold is an entry of :data:`THRESHOLDS`: ``args -> float``.
+* A new command is an entry of :data:`COMMANDS`: ``name -> (help,
+  add_arguments(parser), run(args) -> int)``; :func:`register_command` adds one.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from typing import Callable
+
+from .errors import ConvergenceError
+
+__all__ = ["main", "build_parser", "register_command", "COMMANDS", "SE_SOLVERS", "THRESHOLDS"]
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line on stderr, exit status 2."""
+
+    def error(self, message):  # noqa: D401 - argparse API
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+class UsageError(ValueError):
+    """A bad combination of command-line arguments (exit status 2)."""
+
+
+# ---------------------------------------------------------------------------
+# se
+# ---------------------------------------------------------------------------
+
+def _default_se_factory(args) -> Callable:
+    from . import state_evolution as se
+
+    ch = se.make_se_channel(args.channel, beta=args.beta, noise=args.noise)
+
+    def run(alphas):
+        return se.curve(alphas, ch, T=args.T, rho=args.rho, method=args.method)
+
+    return run
+
+
+#: channel name -> factory(args) returning ``alphas -> SECurve``
+SE_SOLVERS: dict[str, Callable] = {
+    "softmax": _default_se_factory,
+    "linear": _default_se_factory,
+    "hardmax": _default_se_factory,
+}
+
+
+def _add_common(p):
+    p.add_argument("--channel", default="softmax", help="output channel (default: softmax)")
+    p.add_argument("--T", type=int, default=2, help="sequence length T (default: 2)")
+    p.add_argument("--rho", type=float, default=0.5, help="width ratio rho = r/d (default: 0.5)")
+    p.add_argument("--beta", type=float, default=1.0, help="softmax inverse temperature (default: 1)")
+    p.add_argument("--noise", type=float, default=0.0, help="label-noise variance Delta_out (default: 0)")
+
+
+def _se_arguments(p):
+    _add_common(p)
+    p.add_argument("--alpha", type=float, nargs="+", required=True, help="sample complexities alpha = n/d^2")
+    p.add_argument("--method", default="auto", choices=["auto", "closed", "iterate"],
+                   help="closed form (noiseless softmax/linear) or SE iteration (default: auto)")
+
+
+def _fmt(x: float) -> str:
+    return repr(float(x)) if math.isfinite(x) else str(float(x))
+
+
+def _se_run(args) -> int:
+    if args.channel not in SE_SOLVERS:
+        raise UsageError(f"--channel must be one of {sorted(SE_SOLVERS)}, got {args.channel!r}")
+    res = SE_SOLVERS[args.channel](args)(args.alpha)
+    lines = ["alpha,mmse,q"]
+    lines += [f"{_fmt(a)},{_fmt(m)},{_fmt(q)}" for a, m, q in zip(res.alpha, res.mmse, res.q)]
+    print("\n".join(lines))
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# threshold
+# ---------------------------------------------------------------------------
+
+def _pr_threshold(args) -> float:
+    from . import state_evolution as se
+
+    return se.perfect_recovery_threshold(args.rho, args.T, se.make_se_channel(
+        args.channel, beta=args.beta, noise=args.noise))
+
+
+def _hardmax_threshold(args) -> float:
+    if args.rho != 0:
+        raise UsageError("--channel hardmax has no perfect-recovery threshold; its weak-recovery "
+                         "threshold (in alpha_bar = alpha/rho) is defined for --rho 0")
+    try:
+        from . import hardmax
+    except ImportError:
+        hardmax = None
+    fn = getattr(hardmax, "weak_recovery_threshold", None)
+    if fn is None:
+        raise UsageError("the hardmax weak-recovery threshold is not available "
+                         "(aimlib.hardmax.weak_recovery_threshold is missing)")
+    return float(fn())
+
+
+#: channel name -> args -> threshold value
+THRESHOLDS: dict[str, Callable] = {
+    "softmax": _pr_threshold,
+    "linear": _pr_threshold,
+    "hardmax": _hardmax_threshold,
+}
+
+
+def _threshold_arguments(p):
+    _add_common(p)
+
+
+def _threshold_run(args) -> int:
+    if args.channel not in THRESHOLDS:
+        raise UsageError(f"--channel must be one of {sorted(THRESHOLDS)}, got {args.channel!r}")
+    print(_fmt(THRESHOLDS[args.channel](args)))
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# amp and gd: one finite-d run each, as one CSV row
+# ---------------------------------------------------------------------------
+
+def _print_row(columns: list[str], row: dict) -> None:
+    print(",".join(columns))
+    print(",".join(str(row[c]) if not isinstance(row[c], float) else _fmt(row[c]) for c in columns))
+
+
+def _run_arguments(p):
+    p.add_argument("--T", type=int, default=2, help="sequence length T (default: 2)")
+    p.add_argument("--rho", type=float, default=0.5, help="width ratio rho = r/d (default: 0.5)")
+    p.add_argument("--beta", type=float, default=1.0, help="softmax inverse temperature (default: 1)")
+    p.add_argument("--alpha", type=float, required=True, help="sample complexity alpha = n/d^2")
+    p.add_argument("--d", type=int, required=True, help="dimension d")
+    p.add_argument("--seed", type=int, default=0, help="seed of the data and of the run (default: 0)")
+    p.add_argument("--backend", choices=["numpy", "cupy"], default=None,
+                   help="array backend (default: numpy unless AIMLIB_BACKEND=cupy)")
+    p.add_argument("--dtype", choices=["float32", "float64"], default=None,
+                   help="working precision (default: the method's own)")
+
+
+def _amp_arguments(p):
+    _run_arguments(p)
+    p.add_argument("--channel", default="softmax", help="output channel (default: softmax)")
+    p.add_argument("--noise", type=float, default=0.0, help="label-noise variance Delta_out (default: 0)")
+    p.add_argument("--max-iter", type=int, default=300, help="iteration cap (default: 300)")
+
+
+def _amp_run(args) -> int:
+    from . import amp
+    from . import state_evolution as se
+
+    channel = se.make_se_channel(args.channel, beta=args.beta, noise=args.noise)
+    row = amp.run_amp(channel, args.T, args.rho, args.alpha, args.d, args.seed, backend=args.backend,
+                      dtype=args.dtype, max_iter=args.max_iter)
+    _print_row(["alpha", "d", "seed", "mmse", "iterations", "seconds"], row)
+    return 0
+
+
+def _gd_arguments(p):
+    _run_arguments(p)
+    p.add_argument("--restarts", type=int, default=1, help="students averaged (default: 1)")
+    p.add_argument("--steps", type=int, default=1000, help="Adam steps (default: 1000)")
+
+
+def _gd_run(args) -> int:
+    from . import gd
+
+    row = gd.run_gd(args.T, args.rho, args.alpha, args.d, args.seed, restarts=args.restarts,
+                    backend=args.backend, dtype=args.dtype, beta=args.beta, steps=args.steps)
+    _print_row(["alpha", "d", "seed", "restarts", "mmse_single", "mmse_averaged", "seconds"], row)
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# sweep: a grid of runs from a YAML spec, cached in a CSV
+# ---------------------------------------------------------------------------
+
+def _sweep_arguments(p):
+    p.add_argument("spec", metavar="SPEC", help="sweep spec (YAML), see aimlib.sweep")
+    p.add_argument("--out", default=None,
+                   help="results CSV (default: SPEC with the suffix .csv); finished rows are reused")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="'local' (a Dask LocalCluster), a Dask scheduler address tcp://host:port, "
+                        "or 'serial' (default: a local process pool)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="local worker processes (default: the number of CPUs)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--dry-run", action="store_true",
+                   help="only print how many runs the spec has and how many are cached")
+
+
+def _sweep_run(args) -> int:
+    import warnings
+    from pathlib import Path
+
+    from . import sweep
+
+    spec = sweep.load_spec(args.spec)
+    out = args.out if args.out is not None else str(Path(args.spec).with_suffix(".csv"))
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {args.workers}")
+    prog = "python -m aimlib sweep"
+    import signal
+    import threading
+
+    def _terminate(signum, frame):  # SIGTERM (kill, scancel, SLURM walltime): stop cleanly
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    in_main = threading.current_thread() is threading.main_thread()
+    old_term = signal.signal(signal.SIGTERM, _terminate) if in_main else None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            report = sweep.run_sweep(spec, out, scheduler=args.scheduler, workers=args.workers,
+                                     progress=not args.no_progress, dry_run=args.dry_run)
+        except ImportError as exc:
+            raise UsageError(str(exc)) from None
+        except KeyboardInterrupt:
+            print(f"{prog}: interrupted; the finished rows are in {out}, run the same command "
+                  "again to resume", file=sys.stderr)
+            return 130
+        finally:
+            if in_main:
+                signal.signal(signal.SIGTERM, old_term)
+            for w in caught:
+                if not str(w.message).startswith("run "):  # failures are listed below
+                    print(f"{prog}: warning: {' '.join(str(w.message).split())}", file=sys.stderr)
+    name = spec.name or Path(args.spec).stem
+    if args.dry_run:
+        print(f"{name}: {report.n_runs} runs, {report.n_cached} cached, "
+              f"{report.n_runs - report.n_cached} to compute -> {report.path}")
+        return 0
+    print(f"{name}: {report.summary()}")
+    for run, msg in report.failures:
+        print(f"{prog}: run {run.key} ({run.method}, T={run.T}, alpha={run.alpha}, d={run.d}, "
+              f"seed={run.seed}) failed: {msg}", file=sys.stderr)
+    return 1 if report.failures else 0
+
+
+# ---------------------------------------------------------------------------
+# registry and entry point
+# ---------------------------------------------------------------------------
+
+#: command -> (help, add_arguments(parser), run(args) -> exit status)
+COMMANDS: dict[str, tuple[str, Callable, Callable]] = {
+    "se": ("state-evolution fixed points as CSV (alpha,mmse,q)", _se_arguments, _se_run),
+    "threshold": ("perfect-recovery (or hardmax weak-recovery) threshold", _threshold_arguments,
+                  _threshold_run),
+    "amp": ("one GAMP-RIE run at finite d as CSV (alpha,d,seed,mmse,iterations,seconds)",
+            _amp_arguments, _amp_run),
+    "gd": ("gradient descent at finite d, single and averaged over restarts, as CSV",
+           _gd_arguments, _gd_run),
+    "sweep": ("a grid of se/amp/gd runs from a YAML spec, in parallel, cached in a CSV",
+              _sweep_arguments, _sweep_run),
+}
+
+
+def register_command(name: str, help: str, add_arguments: Callable, run: Callable) -> None:
+    """Add a sub-command (e.g. ``amp``, ``gd``, ``sweep``) to ``python -m aimlib``."""
+    COMMANDS[name] = (help, add_arguments, run)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m aimlib",
+                     description="Bayes-optimal learning of attention-indexed models.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name, (help_, add_arguments, run) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_, description=help_)
+        add_arguments(p)
+        p.set_defaults(_run=run)
+    return parser
+
+
+def main(argv=None) -> int:
+    """Run the command line; return the exit status (0 ok, 1 no convergence, 2 bad arguments)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    prog = f"python -m aimlib {args.command}"
+    try:
+        return int(args._run(args) or 0)
+    except (ValueError, TypeError, NotImplementedError) as exc:
+        msg = " ".join(str(exc).split())
+        print(f"{prog}: error: {msg}", file=sys.stderr)
+        return 2
+    except ConvergenceError as exc:
+        msg = " ".join(str(exc).split())
+        print(f"{prog}: error: {msg}", file=sys.stderr)
+        return 1

@@ -1,0 +1,65 @@
+"""Speed of the hardmax (T = 2) state evolution: F_out and a 128-point SE curve at rho = 0.5.
+
+Run from the repository root: ``python benchmarks/bench_hardmax.py``.
+Prints a table and writes ``benchmarks/results/hardmax.json``.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+
+from aimlib import hardmax as hm
+from aimlib import state_evolution as se
+
+
+def _best(fn, repeat=3):
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def main() -> dict:
+    rows = {}
+    t = time.perf_counter()
+    hm._cheb_coefficients.cache_clear()
+    hm._cheb_coefficients()
+    rows["F_out table build (s)"] = time.perf_counter() - t
+    lam = np.logspace(-3, 4, 1000)
+    rows["F_out interpolant, per call (us)"] = _best(lambda: [hm.fisher(l / (1 + l), 1.0) for l in lam]) / lam.size * 1e6
+    rows["F_out direct quadrature, per call (ms)"] = _best(lambda: [hm.fisher(0.5, 1.5, exact=True)
+                                                                   for _ in range(5)]) / 5 * 1e3
+    alphas = np.logspace(np.log10(0.02), 1.0, 128)
+    t = time.perf_counter()
+    c = se.curve(alphas, "hardmax", rho=0.5, tol=1e-10)
+    rows["SE curve, 128 points, rho=0.5 (s)"] = time.perf_counter() - t
+    rows["SE curve, total iterations"] = int(np.sum(c.iterations))
+    result = {
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "processor": platform.processor() or platform.machine(),
+        "results": rows,
+        "E_S(alpha) at rho=0.5": {f"{a:.4g}": float(m) for a, m in zip(alphas[::16], c.mmse[::16])},
+    }
+    width = max(len(k) for k in rows)
+    print(f"{'quantity':<{width}}  value")
+    for k, val in rows.items():
+        print(f"{k:<{width}}  {val:.4g}" if isinstance(val, float) else f"{k:<{width}}  {val}")
+    out = Path(__file__).resolve().parent / "results" / "hardmax.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {out}")
+    return result
+
+
+if __name__ == "__main__":
+    main()

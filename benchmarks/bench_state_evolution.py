@@ -1,0 +1,96 @@
+"""Benchmark: state-evolution curves (one core).
+
+Times a 256-point softmax curve (T = 2, rho = 0.5; interpolated closed form and
+exact per-point root finds) and, if :mod:`aimlib.hardmax` is present, a
+128-point hardmax curve (T = 2, rho = 0.5, iterated through ``Hardmax.fisher``).
+Prints a table and writes ``benchmarks/results/state_evolution.json``.
+
+Run: ``.venv/bin/python benchmarks/bench_state_evolution.py``
+"""
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import datetime  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from aimlib import state_evolution as se  # noqa: E402
+
+OUT = Path(__file__).resolve().parent / "results" / "state_evolution.json"
+
+
+def clear_caches():
+    """Cold timings: empty the memo caches of the prior MMSE (aimlib.rmt) and of the SE slope."""
+    from aimlib import rmt
+
+    for obj in vars(rmt).values():
+        if callable(getattr(obj, "cache_clear", None)):
+            obj.cache_clear()
+    se._slope_cached.cache_clear()
+
+
+def timed(fn, repeat):
+    """Best and median wall time over ``repeat`` cold runs (caches cleared before each)."""
+    times = []
+    for _ in range(repeat):
+        clear_caches()
+        t = time.perf_counter()
+        res = fn()
+        times.append(time.perf_counter() - t)
+    return res, min(times), float(np.median(times))
+
+
+def main():
+    rows = []
+    alphas = np.linspace(1e-4, 0.2, 256)
+    se.curve(alphas[:3], T=2, rho=0.5)  # imports
+    res, best, med = timed(lambda: se.curve(alphas, T=2, rho=0.5), 5)
+    rows.append({"case": "softmax T=2 rho=0.5, 256 points, interpolated", "points": 256,
+                 "best_s": best, "median_s": med, "mmse_evaluations": res.evaluations})
+    res2, best, med = timed(lambda: se.curve(alphas, T=2, rho=0.5, interpolate=False), 3)
+    rows.append({"case": "softmax T=2 rho=0.5, 256 points, exact root finds", "points": 256,
+                 "best_s": best, "median_s": med, "mmse_evaluations": res2.evaluations,
+                 "max_diff_vs_interpolated": float(np.abs(res.mmse - res2.mmse).max())})
+    res3, best, med = timed(lambda: se.curve(alphas, T=2, rho=0.1), 3)
+    rows.append({"case": "softmax T=2 rho=0.1, 256 points, interpolated", "points": 256,
+                 "best_s": best, "median_s": med, "mmse_evaluations": res3.evaluations})
+    notes = []
+    try:
+        from aimlib import hardmax  # noqa: F401
+
+        ha = np.geomspace(1e-3, 2.0, 128)
+        res4, best, med = timed(lambda: se.curve(ha, "hardmax", T=2, rho=0.5), 1)
+        rows.append({"case": "hardmax T=2 rho=0.5, 128 points, iterated (warm starts)", "points": 128,
+                     "best_s": best, "median_s": med,
+                     "se_iterations": int(res4.iterations.sum())})
+    except ImportError:
+        notes.append("aimlib.hardmax not present: hardmax curve skipped")
+    except NotImplementedError as exc:
+        notes.append(f"hardmax curve skipped: {exc}")
+
+    print("cold runs (memo caches cleared), one thread")
+    print(f"{'case':58s} {'best [s]':>9s} {'median [s]':>10s}  work")
+    for r in rows:
+        work = r.get("mmse_evaluations", r.get("se_iterations"))
+        print(f"{r['case']:58s} {r['best_s']:9.4f} {r['median_s']:10.4f}  {work}")
+    for n in notes:
+        print("note:", n)
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps({
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "platform": platform.platform(), "python": platform.python_version(),
+        "processor": platform.processor(), "numpy": np.__version__, "threads": 1,
+        "results": rows, "notes": notes}, indent=2) + "\n")
+    print(f"wrote {OUT.relative_to(Path.cwd()) if OUT.is_relative_to(Path.cwd()) else OUT}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+"""Command line: python -m aimlib se / threshold (run as subprocesses)."""
+from __future__ import annotations
+
+import csv
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aimlib import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "aimlib", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_se_softmax_csv():
+    p = run("se", "--channel", "softmax", "--T", "2", "--rho", "0.5", "--alpha", "0.05", "0.1", "--beta", "2")
+    assert p.returncode == 0, p.stderr
+    rows = list(csv.reader(io.StringIO(p.stdout)))
+    assert rows[0] == ["alpha", "mmse", "q"]
+    assert len(rows) == 3
+    # published: E_S ~ 0.7237 (alpha = 0.05), ~ 0.3922 (alpha = 0.1), arXiv:2506.01582
+    for row, expected in zip(rows[1:], (0.7237, 0.3922)):
+        alpha, mmse, q = map(float, row)
+        assert mmse == pytest.approx(expected, abs=3e-4)
+        assert q == pytest.approx(1.5 - mmse)
+
+
+def test_threshold_softmax():
+    p = run("threshold", "--channel", "softmax", "--T", "2", "--rho", "0.5")
+    assert p.returncode == 0, p.stderr
+    assert float(p.stdout) == pytest.approx(0.1875, rel=1e-5)
+
+
+@pytest.mark.parametrize("args, word", [
+    (["se", "--rho", "-1", "--alpha", "0.1"], "rho"),
+    (["se", "--T", "x", "--alpha", "0.1"], "--T"),
+    (["se", "--alpha", "0.1", "--channel", "nope"], "channel"),
+    (["se", "--alpha", "-0.5"], "alphas"),
+    (["se"], "--alpha"),
+    (["se", "--alpha", "0.1", "--noise", "0.1"], "label noise"),
+    (["threshold", "--rho", "0"], "rho"),
+    (["threshold", "--channel", "hardmax", "--rho", "0.5"], "rho 0"),
+    (["frobnicate"], "invalid choice"),
+])
+def test_bad_arguments_exit_2_with_one_line(args, word):
+    p = run(*args)
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    assert word in lines[0]
+    assert p.stdout == ""
+
+
+def test_threshold_hardmax_weak_recovery():
+    from aimlib import hardmax
+
+    p = run("threshold", "--channel", "hardmax", "--rho", "0")
+    assert p.returncode == 0, p.stderr
+    assert float(p.stdout) == pytest.approx(hardmax.weak_recovery_threshold())
+    p = run("threshold", "--channel", "hardmax", "--rho", "0.5")
+    assert p.returncode == 2 and "weak-recovery" in p.stderr
+
+
+def test_registry_is_extensible(capsys):
+    def add(p):
+        p.add_argument("--x", type=int, required=True)
+
+    def go(args):
+        print(args.x * 2)
+        return 0
+
+    cli.register_command("double", "test command", add, go)
+    try:
+        assert cli.main(["double", "--x", "21"]) == 0
+        assert capsys.readouterr().out.strip() == "42"
+    finally:
+        cli.COMMANDS.pop("double")
+    assert set(cli.SE_SOLVERS) >= {"softmax", "linear", "hardmax"}
+
+
+def test_amp_prints_one_csv_row_near_the_state_evolution():
+    p = run("amp", "--channel", "softmax", "--T", "2", "--rho", "0.5", "--alpha", "0.1",
+            "--d", "60", "--seed", "0")
+    assert p.returncode == 0, p.stderr
+    header, row = p.stdout.strip().splitlines()
+    assert header == "alpha,d,seed,mmse,iterations,seconds"
+    alpha, d, seed, mmse, iterations, seconds = row.split(",")
+    assert (float(alpha), int(d), int(seed)) == (0.1, 60, 0)
+    # SE: 0.3922 (T = 2, rho = 0.5); finite-size spread at d = 60 is a few hundredths
+    assert abs(float(mmse) - 0.3922) < 0.08
+    assert int(iterations) > 0 and float(seconds) > 0
+
+
+def test_gd_prints_single_and_averaged_errors():
+    p = run("gd", "--T", "2", "--rho", "0.5", "--alpha", "0.1", "--d", "30", "--seed", "1",
+            "--restarts", "4", "--steps", "150")
+    assert p.returncode == 0, p.stderr
+    header, row = p.stdout.strip().splitlines()
+    assert header == "alpha,d,seed,restarts,mmse_single,mmse_averaged,seconds"
+    values = row.split(",")
+    assert len(values) == 7 and int(values[3]) == 4
+    single, averaged = float(values[4]), float(values[5])
+    assert 0 < averaged < single
+
+
+@pytest.mark.parametrize("argv, match", [
+    (("amp", "--alpha", "0.1", "--d", "1"), "d must be >= 2"),
+    (("amp", "--alpha", "-0.1", "--d", "20"), "alpha must be > 0"),
+    (("amp", "--alpha", "0.1", "--d", "20", "--backend", "torch"), "invalid choice"),
+    (("gd", "--alpha", "0.1", "--d", "20", "--restarts", "0"), "restarts"),
+    (("gd", "--d", "20"), "--alpha"),
+])
+def test_amp_gd_bad_arguments_exit_2(argv, match):
+    p = run(*argv)
+    assert p.returncode == 2
+    assert match in p.stderr and len(p.stderr.strip().splitlines()) == 1

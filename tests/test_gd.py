@@ -1,0 +1,193 @@
+"""Tests of aimlib.gd: gradient, training, batched restarts, averaging, validation."""
+import numpy as np
+import pytest
+
+from aimlib import ConvergenceError, channels, gd, model
+
+
+def _data(n=20, T=3, d=7, beta=1.5, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, T, d))
+    y = channels.Softmax(beta)(rng.standard_normal((n, T, T)))
+    return X, y
+
+
+@pytest.mark.parametrize("shape", [(7, 4), (2, 7, 4), (7, 12)])
+def test_gradient_matches_central_differences(shape):
+    beta = 1.5
+    X, y = _data(beta=beta)
+    W = np.random.default_rng(1).standard_normal(shape)
+    L, g = gd.loss_and_grad(X, y, W, beta)
+    assert g.shape == W.shape
+    eps = 1e-6
+    fd = np.zeros_like(W)
+    for idx in np.ndindex(W.shape):
+        Wp, Wm = W.copy(), W.copy()
+        Wp[idx] += eps
+        Wm[idx] -= eps
+        lp, lm = gd.loss(X, y, Wp, beta), gd.loss(X, y, Wm, beta)
+        fd[idx] = np.sum(lp - lm) / (2 * eps)
+    assert np.max(np.abs(fd - g)) < 1e-8 * max(1.0, np.max(np.abs(g)))
+    assert np.allclose(np.atleast_1d(L), np.atleast_1d(gd.loss(X, y, W, beta)))
+
+
+def test_student_indices_and_loss_definition():
+    X, y = _data(n=5, T=3, d=6)
+    W = np.random.default_rng(2).standard_normal((6, 3))
+    S_hat = gd.student_matrix(W)
+    assert np.allclose(S_hat, W @ W.T / np.sqrt(3 * 6))
+    h = gd.student_indices(X, W)
+    assert np.allclose(h, model.attention_indices(X, S_hat), atol=1e-12)
+    y_hat = gd.student_output(X, W, beta=1.5)
+    assert np.isclose(gd.loss(X, y, W, 1.5), 0.5 * np.sum((y_hat - y) ** 2) / 5)
+    # the teacher itself has zero loss
+    Wt = np.random.default_rng(3).standard_normal((6, 3))
+    yt = channels.Softmax(1.5)(model.attention_indices(X, gd.student_matrix(Wt)))
+    assert gd.loss(X, yt, Wt, 1.5) < 1e-28
+
+
+def _instance(alpha_bar, d, T=2, rho=0.5, seed=0, dtype=np.float64):
+    alpha = alpha_bar / (T * T + T - 2)
+    return model.sample_dataset(alpha, d, T, rho, channels.Softmax(1.0), seed, dtype=dtype)
+
+
+@pytest.mark.parametrize("optimizer,lr", [("adam", 0.1), ("gd", 2.0)])
+def test_loss_decreases(optimizer, lr):
+    ds = _instance(0.4, 20, seed=1)
+    res = gd.train_gd(ds.X, ds.y, rho=0.5, restarts=2, seed=0, optimizer=optimizer, lr=lr,
+                      steps=200, S=ds.S, record_every=20)
+    assert res.train_loss.shape == (2, len(res.steps))
+    assert np.all(res.train_loss[:, -1] < 0.2 * res.train_loss[:, 0])
+    if optimizer == "gd":  # small steps: monotone
+        assert np.all(np.diff(res.train_loss, axis=1) <= 1e-15)
+    assert np.all(res.mmse_curve[:, -1] < res.mmse_curve[:, 0])
+
+
+def test_above_perfect_recovery_reaches_zero_loss_and_the_teacher():
+    # alpha_bar = 1.2 > alpha_bar_PR = 2 (rho - rho^2 / 2) = 0.75 at rho = 0.5
+    ds = _instance(1.2, 20, seed=2)
+    Xt = model.sample_tokens(200, 2, 20, seed=9)
+    yt = channels.Softmax(1.0)(model.attention_indices(Xt, ds.S))
+    res = gd.train_gd(ds.X, ds.y, rho=0.5, restarts=2, seed=1, steps=1500, S=ds.S,
+                      X_test=Xt, y_test=yt, tol=1e-12)
+    assert np.all(res.train_loss[:, -1] < 1e-7)
+    assert np.all(res.test_loss[:, -1] < 1e-4)
+    assert np.all(res.mmse_single < 1e-2)
+
+
+def test_early_stopping():
+    ds = _instance(0.4, 16, seed=3)
+    res = gd.train_gd(ds.X, ds.y, rho=0.5, restarts=3, seed=0, steps=500, tol=1e-3)
+    assert res.converged.all()
+    assert np.all(res.n_steps < 500)
+    assert np.all(res.train_loss[:, -1] <= 1e-3)
+
+
+def test_batched_restarts_equal_separate_runs():
+    ds = _instance(0.4, 16, seed=4)
+    W0 = gd.initial_weights(16, 8, 3, seed=5)
+    assert np.array_equal(W0[:2], gd.initial_weights(16, 8, 2, seed=5))
+    kw = dict(steps=150, S=ds.S, record_every=30, tol=1e-4)
+    batched = gd.train_gd(ds.X, ds.y, rank=8, restarts=3, seed=5, **kw)
+    assert np.array_equal(batched.W.shape, (3, 16, 8))
+    for i in range(3):
+        alone = gd.train_gd(ds.X, ds.y, init=W0[i], **kw)
+        assert np.allclose(alone.W[0], batched.W[i], rtol=1e-9, atol=1e-9)
+        assert np.isclose(alone.mmse_single[0], batched.mmse_single[i], rtol=1e-9)
+        assert alone.n_steps[0] == batched.n_steps[i]
+
+
+def test_averaging_reduces_the_error():
+    ds = _instance(0.4, 30, seed=6)
+    k = 8
+    res = gd.train_gd(ds.X, ds.y, rho=0.5, restarts=k, seed=2, steps=400, S=ds.S, record_every=100)
+    single = res.mmse_single
+    assert res.mmse_averaged < 0.8 * single.mean()
+    # exact decomposition: ||mean - S||^2 = mean ||S_i - S||^2 - (1/(2 k^2)) sum_ij ||S_i - S_j||^2
+    Sh, d = res.S_hat, ds.d
+    spread = sum(np.sum((Sh[i] - Sh[j]) ** 2) for i in range(k) for j in range(k)) / d
+    assert np.isclose(res.mmse_averaged, single.mean() - spread / (2 * k * k), rtol=1e-8)
+    assert np.isclose(res.mmse_averaged, gd.estimation_error(res.S_mean, ds.S))
+    assert np.isclose(res.mmse_averaged_curve[-1], res.mmse_averaged)
+
+
+def test_minibatch_and_float32():
+    ds = _instance(0.4, 16, seed=7, dtype=np.float32)
+    res = gd.train_gd(ds.X, ds.y, rho=0.5, restarts=2, seed=0, steps=200, batch_size=25,
+                      S=ds.S, record_every=50)
+    assert res.W.dtype == np.float32
+    assert np.all(res.train_loss[:, -1] < 0.3 * res.train_loss[:, 0])
+    L, g = gd.loss_and_grad(ds.X, ds.y, res.W)
+    assert g.dtype == np.float32 and L.dtype == np.float32
+
+
+def test_run_gd_dict_and_reproducible():
+    a = gd.run_gd(2, 0.5, 0.1, 12, 3, restarts=2, steps=30)
+    for key in ("alpha", "d", "seed", "restarts", "mmse_single", "mmse_averaged", "seconds"):
+        assert key in a
+    assert len(a["mmse_single_all"]) == 2 and a["restarts"] == 2 and a["d"] == 12
+    assert np.isclose(a["mmse_single"], np.mean(a["mmse_single_all"]))
+    b = gd.run_gd(2, 0.5, 0.1, 12, 3, restarts=2, steps=30)
+    assert a["mmse_single_all"] == b["mmse_single_all"] and a["mmse_averaged"] == b["mmse_averaged"]
+    c = gd.run_gd(2, 0.5, 0.1, 12, 3, restarts=2, steps=30, dtype=np.float64, rank=12)
+    assert c["rank"] == 12
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(T=1), "T"), (dict(alpha=-0.1), "alpha"), (dict(rho=0), "rho"), (dict(d=0), "d"),
+    (dict(restarts=0), "restarts"), (dict(optimizer="sgdx"), "optimizer"), (dict(lr=0.0), "lr"),
+    (dict(beta=-1.0), "beta"), (dict(dtype=np.int32), "dtype"), (dict(steps=0), "steps"),
+    (dict(seed=-1), "seed"), (dict(tol=-1.0), "tol"), (dict(rank=0), "rank"),
+    (dict(batch_size=10**6), "batch_size"), (dict(init_scale=0.0), "scale"),
+])
+def test_run_gd_rejects_bad_inputs(kwargs, match):
+    args = dict(T=2, rho=0.5, alpha=0.1, d=10, seed=0)
+    args.update(kwargs)
+    with pytest.raises((ValueError, TypeError), match=match):
+        gd.run_gd(args.pop("T"), args.pop("rho"), args.pop("alpha"), args.pop("d"), args.pop("seed"),
+                  steps=args.pop("steps", 5), **args)
+
+
+def test_train_gd_rejects_bad_arrays():
+    X, y = _data(n=10, T=2, d=5)
+    with pytest.raises(ValueError, match="y"):
+        gd.train_gd(X, y[:, :1], steps=2)
+    with pytest.raises(ValueError, match="init"):
+        gd.train_gd(X, y, init=np.ones((4, 2)), steps=2)
+    with pytest.raises(ValueError, match="X"):
+        gd.train_gd(X[0], y, steps=2)
+    with pytest.raises(ValueError, match="X"):
+        gd.train_gd(np.full_like(X, np.nan), y, steps=2)
+    with pytest.raises(ValueError, match="S"):
+        gd.train_gd(X, y, S=np.eye(4), steps=2)
+    with pytest.raises(ValueError, match="X_test"):
+        gd.train_gd(X, y, X_test=X, steps=2)
+    with pytest.raises(ValueError, match="W"):
+        gd.loss_and_grad(X, y, np.ones((4, 2)))
+
+
+def test_divergence_raises_convergence_error():
+    X, y = _data(n=10, T=2, d=5)
+    with pytest.raises(ConvergenceError, match="diverged"):
+        gd.train_gd(X, y, init=np.full((5, 2), 1e200), steps=5)
+    with pytest.raises(ConvergenceError, match="lr"):
+        gd.train_gd(X, y, rank=2, seed=0, optimizer="gd", lr=1e300, steps=50)
+
+
+def test_posterior_sample_doubles_the_error():
+    """Nishimori: for a Gaussian linear model, a posterior sample has twice the MMSE."""
+    rng = np.random.default_rng(0)
+    p, m, reps = 6, 4, 40000
+    A = rng.standard_normal((m, p))
+    C = np.linalg.inv(np.eye(p) + A.T @ A)        # posterior covariance (unit prior and noise)
+    mmse = np.trace(C)
+    s = rng.standard_normal((reps, p))
+    y = s @ A.T + rng.standard_normal((reps, m))
+    mean = y @ A @ C                                # C symmetric
+    sample = mean + rng.standard_normal((reps, p)) @ np.linalg.cholesky(C).T
+    assert np.isclose(np.mean(np.sum((mean - s) ** 2, 1)), mmse, rtol=0.03)
+    assert np.isclose(np.mean(np.sum((sample - s) ** 2, 1)), 2 * mmse, rtol=0.03)
+    k = 4
+    samples = mean[:, None] + rng.standard_normal((reps, k, p)) @ np.linalg.cholesky(C).T
+    err_avg = np.mean(np.sum((samples.mean(1) - s) ** 2, 1))
+    assert np.isclose(err_avg, (1 + 1 / k) * mmse, rtol=0.03)

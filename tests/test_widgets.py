@@ -1,0 +1,246 @@
+"""The interactive panels of :mod:`aimlib.widgets`, driven from Python (no browser, no kernel).
+
+Each panel is built, each control is changed, and the test checks that the
+plot changed and that the plotted data are what a direct call of the
+library returns.  Bad inputs must give a readable one-line message.  The
+redraw times of the state-evolution panel are printed (run with ``-s``),
+not asserted: they depend on the load of the machine.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("ipywidgets")
+pytest.importorskip("matplotlib")
+
+from aimlib import hardmax, rmt  # noqa: E402
+from aimlib import state_evolution as se  # noqa: E402
+from aimlib import widgets as aw  # noqa: E402
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _shown_png(panel) -> bytes:
+    """The PNG bytes the panel's output area currently holds."""
+    outs = panel.out.outputs
+    assert len(outs) == 1 and outs[0]["output_type"] == "display_data"
+    data = outs[0]["data"]["image/png"]
+    import base64
+
+    return base64.b64decode(data) if isinstance(data, str) else data
+
+
+def _changes(panel, name, value):
+    """Set a control and return (old png, new png)."""
+    before = panel.last_png
+    panel.controls[name].value = value
+    assert panel.error == "", f"{name}={value!r}: {panel.error}"
+    return before, panel.last_png
+
+
+def _readable(panel):
+    text = panel.error
+    assert text, "expected a message in the panel"
+    assert "Traceback" not in text and "File \"" not in text and "\n" not in text
+    assert text in panel.message.value or text.replace("'", "&#x27;") in panel.message.value
+    return text
+
+
+# --------------------------------------------------------------------------- SE panel
+@pytest.fixture(scope="module")
+def se_p():
+    return aw.se_panel()
+
+
+def test_se_panel_is_a_widget_with_controls(se_p):
+    import ipywidgets as W
+
+    assert isinstance(se_p, W.VBox)
+    assert set(se_p.controls) >= {"channel", "rho", "T", "alpha_range", "xscale", "yscale"}
+    assert se_p.last_png.startswith(PNG) and _shown_png(se_p) == se_p.last_png
+    assert se_p.error == ""
+
+
+def test_se_panel_data_match_state_evolution(se_p):
+    se_p.controls["channel"].value = "softmax"
+    for name, value in [("rho", 0.3), ("T", 3), ("alpha_range", "0.002, 0.5"), ("xscale", "linear")]:
+        old, new = _changes(se_p, name, value)
+        assert new != old, f"changing {name} did not change the plot"
+    data = se_p.last_data
+    p = data["params"]
+    assert (p["rho"], p["T"], p["lo"], p["hi"]) == (0.3, 3, 0.002, 0.5)
+    assert np.allclose(data["alpha"], np.linspace(0.002, 0.5, len(data["alpha"])))
+    direct = se.curve(data["alpha"], "softmax", T=3, rho=0.3).mmse
+    np.testing.assert_allclose(data["mmse"], direct, atol=1e-9)
+    assert data["alpha_pr"] == pytest.approx(se.perfect_recovery_threshold(0.3, 3))
+    assert data["alpha_wr"] is None
+    old, new = _changes(se_p, "yscale", "log")
+    assert new != old
+
+
+def test_se_panel_hardmax(se_p):
+    se_p.controls["T"].value = 2
+    se_p.controls["xscale"].value = "log"
+    se_p.controls["alpha_range"].value = "0.01, 10"
+    old, new = _changes(se_p, "channel", "hardmax")
+    assert new != old
+    data = se_p.last_data
+    rho = data["params"]["rho"]
+    pick = [0, len(data["alpha"]) // 2, len(data["alpha"]) - 1]
+    direct = se.curve(data["alpha"][pick], "hardmax", T=2, rho=rho).mmse
+    np.testing.assert_allclose(data["mmse"][pick], direct, atol=1e-5)
+    assert data["alpha_pr"] is None
+    assert data["alpha_wr"] == pytest.approx(rho * hardmax.weak_recovery_threshold())
+    assert np.all(np.diff(data["mmse"]) <= 1e-9)  # the error decreases with alpha
+    assert data["mmse"][-1] > 0  # no perfect recovery
+
+
+@pytest.mark.parametrize("name,value,words", [
+    ("alpha_range", "abc, 1", "not a number"),
+    ("alpha_range", "0.1", "two numbers"),
+    ("alpha_range", "1, 0.1", "below"),
+    ("alpha_range", "0.001, 1e9", "between"),
+])
+def test_se_panel_bad_text_gives_a_message(name, value, words):
+    p = aw.se_panel()
+    good = p.last_png
+    p.controls[name].value = value
+    assert words in _readable(p)
+    assert p.last_png == good  # the last good plot stays
+    p.controls[name].value = "0.001, 1"
+    assert p.error == "" and p.message.value == ""
+
+
+def test_se_panel_hardmax_needs_two_tokens():
+    p = aw.se_panel(T=3)
+    p.controls["channel"].value = "hardmax"
+    assert "T = 2" in _readable(p)
+
+
+def test_out_of_range_values_give_a_message():
+    p = aw.se_panel()
+    # a slider clamps what a user can do; code (or a stale state) may not
+    p.controls["rho"].max = 100.0
+    p.controls["rho"].value = 50.0
+    assert "rho must be between" in _readable(p)
+    s = aw.spectrum_panel(d=100)
+    s.controls["seed"].value = -3
+    assert "seed" in _readable(s)
+
+
+def test_se_panel_redraw_time(capsys):
+    """Print (do not assert) the redraw time: cold (new parameters) and from the cache."""
+    aw.clear_caches()
+    p = aw.se_panel()
+    cold, cached = [], []
+    for rho in (0.2, 0.4, 0.8, 1.6):
+        p.controls["rho"].value = rho
+        cold.append((p.last_seconds, p.last_cpu_seconds))
+    for _ in range(3):
+        for rho in (0.2, 0.4, 0.8, 1.6):
+            p.controls["rho"].value = rho
+            cached.append((p.last_seconds, p.last_cpu_seconds))
+    p.controls["channel"].value = "hardmax"
+    p.controls["alpha_range"].value = "0.01, 10"
+    hard_cold = []
+    for rho in (0.2, 0.4):
+        p.controls["rho"].value = rho
+        hard_cold.append((p.last_seconds, p.last_cpu_seconds))
+    hard_cached = []
+    for rho in (0.2, 0.4, 0.2, 0.4):
+        p.controls["rho"].value = rho
+        hard_cached.append((p.last_seconds, p.last_cpu_seconds))
+
+    def fmt(xs):
+        w, c = np.median(np.array(xs), axis=0)
+        return f"median wall {w * 1e3:.0f} ms, cpu {c * 1e3:.0f} ms (n={len(xs)})"
+
+    with capsys.disabled():
+        print(f"\n[SE panel redraw] softmax new parameters: {fmt(cold)}; from cache: {fmt(cached)}")
+        print(f"[SE panel redraw] hardmax new parameters: {fmt(hard_cold)}; from cache: {fmt(hard_cached)}")
+    assert p.error == ""
+
+
+# --------------------------------------------------------------------------- phase diagram
+def test_phase_panel_softmax_and_T():
+    p = aw.phase_panel()
+    d = p.last_data
+    i = len(d["rho"]) // 2
+    direct = se.curve(d["alpha"], "softmax", T=2, rho=float(d["rho"][i])).mmse
+    np.testing.assert_allclose(d["mmse"][i], direct, atol=1e-9)
+    k = len(d["rho_line"]) // 3
+    assert d["alpha_pr"][k] == pytest.approx(se.perfect_recovery_threshold(float(d["rho_line"][k]), 2))
+    old, new = _changes(p, "T", 4)
+    assert new != old
+    d4 = p.last_data
+    # softmax depends on alpha and T only through alpha_bar = (T^2+T-2) alpha: same grid of alpha_bar
+    np.testing.assert_allclose(d4["alpha"] * 18, d["alpha"] * 4)
+    np.testing.assert_allclose(d4["mmse"], d["mmse"], atol=1e-12)
+    old, new = _changes(p, "contours", False)
+    assert new != old
+
+
+def test_phase_panel_hardmax():
+    p = aw.phase_panel(channel="hardmax", contours=False)
+    assert p.error == ""
+    d = p.last_data
+    np.testing.assert_allclose(d["alpha_wr"], d["rho_line"] * hardmax.weak_recovery_threshold())
+    j = len(d["rho"]) - 1
+    pick = [0, len(d["alpha"]) - 1]
+    direct = se.curve(d["alpha"][pick], "hardmax", T=2, rho=float(d["rho"][j])).mmse
+    np.testing.assert_allclose(d["mmse"][j][pick], direct, atol=1e-5)
+
+
+# --------------------------------------------------------------------------- spectrum
+def test_spectrum_panel_controls_and_data():
+    p = aw.spectrum_panel(d=150)
+    d = p.last_data
+    np.testing.assert_allclose(d["density"], rmt.density(d["x"], 0.1, 0.3))
+    assert len(d["support"]) == 2  # small noise, rho < 1: two bulks
+    assert len(d["eigenvalues"]) == 150
+    for name, value in [("delta", 1.0), ("rho", 0.5), ("d", 200), ("seed", 3)]:
+        old, new = _changes(p, name, value)
+        assert new != old, f"changing {name} did not change the plot"
+    d = p.last_data
+    assert d["params"] == {"delta": 1.0, "rho": 0.5, "d": 200, "seed": 3}
+    np.testing.assert_allclose(d["density"], rmt.density(d["x"], 1.0, 0.5))
+    assert d["support"] == rmt.support(1.0, 0.5) and len(d["support"]) == 1  # merged
+    np.testing.assert_allclose(d["xi"], rmt.rie_eigenvalues(d["lam"], 1.0, 0.5))
+    S, Y = rmt.sample_denoising(200, 1.0, 0.5, 3)
+    np.testing.assert_allclose(d["eigenvalues"], np.linalg.eigvalsh(Y), atol=1e-10)
+    assert d["mmse"] == pytest.approx(rmt.mmse(1.0, 0.5))
+    assert abs(d["rie_error"] - d["mmse"]) < 0.1
+
+
+# --------------------------------------------------------------------------- AMP
+def test_amp_panel_runs_on_click():
+    p = aw.amp_panel(d=20, max_iter=5, alpha=0.1)
+    assert p.last_data["last_run"] is None and p.runs == []
+    png0 = p.last_png
+    t0 = time.perf_counter()
+    p.controls["run"].click()
+    assert p.error == "", p.error
+    assert p.last_png != png0 and len(p.runs) == 1
+    r = p.last_data["last_run"]
+    assert r["params"]["d"] == 20 and 1 <= len(r["error_trace"]) <= 5
+    assert 0 <= r["mmse"] < 1.2
+    assert r["se_mmse"] == pytest.approx(se.solve(0.1, "softmax", T=2, rho=0.5).mmse, abs=1e-6)
+    print(f"\n[AMP panel] one run at d = 20: {time.perf_counter() - t0:.2f} s")
+    old, new = _changes(p, "alpha", 0.2)  # moves the marker, keeps the points
+    assert new != old and len(p.runs) == 1
+    p.controls["clear"].click()
+    assert p.runs == [] and p.last_data["last_run"] is None
+    p.controls["channel"].value = "hardmax"
+    p.controls["T"].value = 3
+    assert "T = 2" in _readable(p)
+    p.controls["run"].click()
+    assert "T = 2" in _readable(p) and p.runs == []
+
+
+def test_playground_collects_the_panels():
+    box = aw.playground()
+    assert set(box.panels) == {"se", "phase", "spectrum", "amp"}
+    assert all(pn.error == "" and pn.last_png.startswith(PNG) for pn in box.panels.values())
