@@ -60,6 +60,13 @@ def test_every_page_renders_cleanly(site, chromium):
               const imgs = [...document.querySelectorAll('article img')];
               const text = document.querySelector('article')?.innerText ?? '';
               const refs = [...document.querySelectorAll('article a.reference.internal[href^="#"]')];
+              const mjDoc = window.MathJax?.startup?.document;
+              const texOf = (m) => {
+                const id = m.closest('div.math')?.id;
+                if (id) return '#' + id;
+                const item = mjDoc?.getMathItemsWithin(m)?.[0];
+                return (item ? item.math : m.textContent).trim().replace(/\\s+/g, ' ').slice(0, 60);
+              };
               return {
                 math: math.length,
                 typeset: math.filter(m => m.querySelector('mjx-container')).length,
@@ -70,6 +77,9 @@ def test_every_page_renders_cleanly(site, chromium):
                     decodeURIComponent(a.getAttribute('href').slice(1)))).map(a => a.href),
                 unresolved: [...document.querySelectorAll('.xref.std-ref, .problematic')]
                     .filter(e => !e.closest('a')).map(e => e.textContent),
+                wideEquations: [...document.querySelectorAll('article mjx-container[display="true"]')]
+                    .filter(m => m.scrollWidth > m.clientWidth + 2)
+                    .map(m => `${texOf(m)} (${m.scrollWidth}/${m.clientWidth}px)`),
               };
             }"""
         )
@@ -79,7 +89,7 @@ def test_every_page_renders_cleanly(site, chromium):
         for key in ("merror", "rawDollars"):
             if report[key]:
                 problems[key] = report[key]
-        for key in ("brokenImages", "danglingRefs", "unresolved"):
+        for key in ("brokenImages", "danglingRefs", "unresolved", "wideEquations"):
             if report[key]:
                 problems[key] = report[key][:5]
         if problems:

@@ -1,0 +1,436 @@
+"""Experiment sweeps (aimlib.sweep): spec validation, run keys, schedulers, caching, resume, CLI."""
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from aimlib import cli, sweep
+from aimlib.sweep import Run, SpecError, SweepSpec, expand, load_spec, read_results, run_sweep
+
+ROOT = Path(__file__).resolve().parents[1]
+
+BASE = {"method": "se", "T": 2, "rho": 0.5, "alpha": [0.05, 0.1]}
+
+#: a small sweep with every method: SE, tiny AMP (d = 20), tiny GD (d = 15)
+SMALL = {
+    "name": "small",
+    "method": ["se", "amp", "gd", "gd_avg"],
+    "T": [2, 3],
+    "rho": 0.5,
+    "alpha_bar": [0.3, 0.6],
+    "d": 20,
+    "seeds": [0],
+    "options": {"amp": {"max_iter": 60},
+                "gd": {"steps": 40},
+                "gd_avg": {"steps": 40, "restarts": 3}},
+}
+
+
+def spec_with(**changes):
+    s = dict(BASE)
+    for k, val in changes.items():
+        if val is KeyError:
+            s.pop(k, None)
+        else:
+            s[k] = val
+    return s
+
+
+def cli_run(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "aimlib", "sweep", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, **kw)
+
+
+# ---------------------------------------------------------------------------
+# spec validation: every error names the field
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("changes, field, words", [
+    ({"alpah": 0.1}, "alpah", "did you mean 'alpha'"),
+    ({"method": "mcmc"}, "method", "'se'"),
+    ({"method": ["se", "gdd"]}, "method[1]", "did you mean 'gd'"),
+    ({"T": 1}, "T", ">= 2"),
+    ({"T": "two"}, "T", "integer"),
+    ({"T": [2, 2.5]}, "T[1]", "integer"),
+    ({"rho": -0.5}, "rho", "> 0"),
+    ({"alpha": [0.1, -1]}, "alpha[1]", "> 0"),
+    ({"alpha": [0.1, True]}, "alpha[1]", "real number"),
+    ({"alpha": []}, "alpha", "empty"),
+    ({"alpha": {"start": 0.01, "stop": 0.1}}, "alpha.num", "required"),
+    ({"alpha": {"start": 0.1, "stop": 0.01, "num": 3}}, "alpha.stop", ">= start"),
+    ({"alpha": {"start": 0.01, "stop": 0.1, "num": 3, "spacing": "geom"}}, "alpha.spacing", "'log'"),
+    ({"alpha_bar": 0.3}, "alpha", "exactly one"),
+    ({"alpha": KeyError}, "alpha", "exactly one"),
+    ({"T": KeyError}, "T", "required"),
+    ({"channel": "sigmoid"}, "channel", "'softmax'"),
+    ({"seeds": [-1]}, "seeds[0]", ">= 0"),
+    ({"beta": 0}, "beta", "> 0"),
+    ({"noise": -1.0}, "noise", ">= 0"),
+    ({"backend": "torch"}, "backend", "'numpy'"),
+    ({"name": 3}, "name", "string"),
+    ({"method": "amp"}, "d", "required"),
+    ({"method": "amp", "d": 1}, "d", ">= 2"),
+    ({"method": "amp", "d": 20, "options": {"amp": {"max_iter": 0}}}, "options.amp.max_iter", ">= 1"),
+    ({"method": "amp", "d": 20, "options": {"amp": {"max_itr": 10}}}, "options.amp.max_itr",
+     "did you mean 'max_iter'"),
+    ({"method": "amp", "d": 20, "options": {"amp": {"damping": 1.0}}}, "options.amp.damping", "< 1"),
+    ({"method": "gd", "d": 20, "options": {"gd": {"lr": "fast"}}}, "options.gd.lr", "real number"),
+    ({"method": "gd", "d": 20, "options": {"gd": {"steps": [10, 0]}}}, "options.gd.steps[1]", ">= 1"),
+    ({"method": "gd_avg", "d": 20, "options": {"gd_avg": {"restarts": 1}}}, "options.gd_avg.restarts",
+     ">= 2"),
+    ({"options": {"gd": {"steps": 10}}}, "options.gd", "not in 'method'"),
+    ({"options": {"mcmc": {}}}, "options.mcmc", "unknown key"),
+    ({"options": [1, 2]}, "options", "mapping"),
+    ({"method": "gd", "d": 20, "channel": "hardmax"}, "channel", "softmax"),
+    ({"method": "gd", "d": 20, "noise": 0.1}, "noise", "must be 0"),
+    ({"channel": "hardmax", "T": 3}, "T", "T = 2"),
+])
+def test_spec_errors_name_the_field(changes, field, words):
+    with pytest.raises(SpecError) as info:
+        SweepSpec.from_dict(spec_with(**changes))
+    msg = str(info.value)
+    assert f"spec field {field!r}" in msg
+    assert words in msg
+    assert "\n" not in msg
+
+
+def test_spec_file_errors(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("method: se\nT: [2, 3\nrho: 0.5\n")
+    with pytest.raises(SpecError, match=r"not valid YAML at line \d+"):
+        load_spec(bad)
+    with pytest.raises(SpecError, match="cannot read spec file"):
+        load_spec(tmp_path / "missing.yaml")
+    (tmp_path / "list.yaml").write_text("- se\n- amp\n")
+    with pytest.raises(SpecError, match="mapping"):
+        load_spec(tmp_path / "list.yaml")
+
+
+def test_spec_constructors_agree(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text("method: se\nT: [2, 3]\nrho: 0.5\nalpha: [0.05, 0.1]\n")
+    a = load_spec(path)
+    b = SweepSpec(method="se", T=[2, 3], rho=0.5, alpha=[0.05, 0.1])
+    c = SweepSpec.from_dict(b.to_dict())
+    assert a == b == c
+    assert a.T == (2, 3) and a.method == ("se",) and a.seeds == (0,)
+
+
+# ---------------------------------------------------------------------------
+# expansion and run keys
+# ---------------------------------------------------------------------------
+
+def test_expansion_counts():
+    spec = {"method": ["se", "amp"], "T": [2, 3], "rho": 0.5, "alpha": [0.05, 0.1, 0.15],
+            "d": [20, 30], "seeds": [0, 1, 2]}
+    runs = expand(spec)
+    # SE ignores d and seeds: 2 T x 3 alpha; AMP: 2 T x 3 alpha x 2 d x 3 seeds
+    assert sum(r.method == "se" for r in runs) == 6
+    assert sum(r.method == "amp" for r in runs) == 36
+    assert len({r.key for r in runs}) == len(runs) == 42
+    # an option given as a list is a grid axis
+    spec["options"] = {"amp": {"damping": [0.3, 0.5]}}
+    assert len(expand(spec)) == 6 + 72
+    # duplicates are merged (0.1 + 0.2 and 0.3 are one alpha after rounding)
+    assert len(expand(spec_with(alpha=[0.3, 0.1 + 0.2, 0.3]))) == 1
+
+
+def test_ranges_and_alpha_bar():
+    lin = expand(spec_with(alpha={"start": 0.01, "stop": 0.2, "num": 20}))
+    assert [r.alpha for r in lin][:3] == [0.01, 0.02, 0.03] and lin[-1].alpha == 0.2
+    log = expand(spec_with(alpha={"start": 0.001, "stop": 0.1, "num": 3, "spacing": "log"}))
+    assert [r.alpha for r in log] == pytest.approx([0.001, 0.01, 0.1], rel=1e-12)
+    runs = expand(spec_with(alpha=KeyError, alpha_bar=[0.4], T=[2, 3]))
+    assert [(r.T, r.alpha, r.alpha_bar) for r in runs] == [(2, 0.1, 0.4), (3, 0.04, 0.4)]
+
+
+def test_keys_are_stable():
+    # golden keys: a change here invalidates every committed cache (sweeps/*.csv)
+    se_run = Run(method="se", channel="softmax", T=2, rho=0.5, alpha=0.1, beta=1.0)
+    assert se_run.key == "ccc969909271dbb6"
+    amp_run = Run(method="amp", channel="softmax", T=2, rho=0.5, alpha=0.1, beta=1.0, d=300, seed=0,
+                  options=(("dtype", "float64"), ("max_iter", 300)))
+    assert amp_run.key == "67689497f6333f0f"
+    keys = {r.key for r in expand(SMALL)}
+    # the order of lists, the backend and the spec's name do not matter
+    shuffled = dict(SMALL, T=[3, 2], alpha_bar=[0.6, 0.3], method=["gd_avg", "gd", "amp", "se"],
+                    backend="numpy", name="other")
+    assert {r.key for r in expand(shuffled)} == keys
+    # defaults written out explicitly give the same runs
+    explicit = dict(SMALL, options={**SMALL["options"], "amp": {"max_iter": 60, "dtype": "float64"}})
+    assert {r.key for r in expand(explicit)} == keys
+    # any parameter of the run changes its key; SE keys ignore d and seeds
+    assert {r.key for r in expand(dict(SMALL, seeds=[1]))} & keys == {
+        r.key for r in expand(SMALL) if r.method == "se"}
+    assert Run(method="se", channel="softmax", T=2, rho=0.5, alpha=0.1, beta=2.0).key != se_run.key
+
+
+# ---------------------------------------------------------------------------
+# running: local pool vs a real dask LocalCluster, caching, failures
+# ---------------------------------------------------------------------------
+
+def small_specs():
+    """The small sweep: SE + AMP at d = 20 and GD at d = 15."""
+    amp = dict(SMALL, method=["se", "amp"], options={"amp": SMALL["options"]["amp"]})
+    gd = dict(SMALL, method=["gd", "gd_avg"], d=15,
+              options={"gd": SMALL["options"]["gd"], "gd_avg": SMALL["options"]["gd_avg"]})
+    return [amp, gd]
+
+
+def metrics(rows):
+    cols = ("mmse", "q", "iterations", "mmse_single", "mmse_averaged", "n")
+    return {r["key"]: tuple(r[c] for c in cols) for r in rows}
+
+
+def assert_same_table(a, b):
+    ma, mb = metrics(a), metrics(b)
+    assert set(ma) == set(mb)
+    for key in ma:
+        for x, y in zip(ma[key], mb[key]):
+            if isinstance(x, float):
+                assert y == pytest.approx(x, rel=1e-6, abs=1e-9), key
+            else:
+                assert x == y, key
+
+
+@pytest.fixture(scope="module")
+def local_table(tmp_path_factory):
+    out = tmp_path_factory.mktemp("local") / "small.csv"
+    reports = [run_sweep(s, out, workers=2, progress=False) for s in small_specs()]
+    assert all(r.complete and not r.failures for r in reports)
+    return out, reports
+
+
+def test_local_run_table(local_table):
+    out, reports = local_table
+    rows = read_results(out)
+    assert len(rows) == sum(r.n_runs for r in reports) == 4 + 4 + 8
+    for r in rows:
+        assert r["aimlib_version"] and r["hostname"] and r["timestamp"] and r["backend"]
+        assert r["seconds"] > 0 and 0 <= r["mmse"] < 2
+        if r["method"] == "se":
+            assert r["d"] is None and r["seed"] is None
+            assert r["q"] == pytest.approx(1.5 - r["mmse"])
+        elif r["method"] == "amp":
+            assert r["n"] == round(r["alpha"] * 400) and r["iterations"] >= 1
+        else:
+            assert r["d"] == 15 and r["steps"] == 40
+            want = r["mmse_averaged"] if r["method"] == "gd_avg" else r["mmse_single"]
+            assert r["mmse"] == want
+    # the published SE value at alpha_bar = 0.6 (T = 2, rho = 0.5, alpha = 0.15)
+    se = {(r["T"], r["alpha_bar"]): r["mmse"] for r in rows if r["method"] == "se"}
+    assert se[(2, 0.6)] == pytest.approx(0.1283, abs=2e-4) and se[(3, 0.6)] == pytest.approx(se[(2, 0.6)])
+    # the spec is complete, so the file is in expansion order of the last spec, then the rest
+    last = [r.key for r in expand(small_specs()[1])]
+    assert [r["key"] for r in rows][: len(last)] == last
+
+
+def test_dask_local_cluster_gives_the_same_table(local_table, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    out = tmp_path / "dask.csv"
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+        reports = [run_sweep(s, out, scheduler=client, progress=False) for s in small_specs()]
+        assert client.status == "running"  # a client we pass in is left open
+    assert all(r.complete and r.n_computed == r.n_runs and not r.failures for r in reports)
+    assert_same_table(read_results(local_table[0]), read_results(out))
+
+
+def test_rerun_of_a_complete_sweep_computes_nothing(local_table, monkeypatch):
+    out, _ = local_table
+    before = out.read_bytes()
+
+    def forbidden(run):
+        raise AssertionError("a cached run was computed again")
+
+    monkeypatch.setattr(sweep, "execute", forbidden)
+    for s in small_specs():
+        for workers in (1, 2):
+            rep = run_sweep(s, out, workers=workers, progress=False)
+            assert rep.n_computed == 0 and rep.n_cached == rep.n_runs and not rep.failures
+    assert out.read_bytes() == before
+
+
+def test_only_missing_runs_are_computed_and_failures_are_retried(tmp_path, monkeypatch):
+    out = tmp_path / "r.csv"
+    calls, broken = [], [True]
+    real = sweep.execute
+
+    def counting(run):
+        calls.append(run.key)
+        if run.alpha == 0.1 and broken:
+            raise RuntimeError("boom")
+        return real(run)
+
+    monkeypatch.setattr(sweep, "execute", counting)
+    with pytest.warns(RuntimeWarning, match="RuntimeError: boom"):
+        rep = run_sweep(spec_with(alpha=[0.05, 0.1]), out, workers=1, progress=False)
+    assert rep.n_computed == 1 and len(rep.failures) == 1 and "RuntimeError: boom" in rep.failures[0][1]
+    assert not rep.complete and len(read_results(out)) == 1  # no row for the failed run
+    calls.clear()
+    broken.clear()
+    rep = run_sweep(spec_with(alpha=[0.05, 0.1, 0.15]), out, workers=1, progress=False)
+    assert rep.n_cached == 1 and rep.n_computed == 2 and rep.complete
+    assert sorted(calls) == sorted(r.key for r in expand(spec_with(alpha=[0.1, 0.15])))
+    rows = read_results(out)
+    assert [r["alpha"] for r in rows] == [0.05, 0.1, 0.15]  # rewritten in expansion order
+
+
+def test_truncated_last_line_is_recomputed_without_duplicates(tmp_path):
+    out = tmp_path / "t.csv"
+    spec = spec_with(alpha=[0.05, 0.1, 0.15])
+    run_sweep(spec, out, workers=1, progress=False)
+    lines = out.read_text().splitlines(keepends=True)
+    # as if killed while writing the last row: header, one row, half a row
+    out.write_text("".join(lines[:2]) + lines[2][:25])
+    with pytest.warns(RuntimeWarning, match="incomplete last line"):
+        rep = run_sweep(spec, out, workers=1, progress=False)
+    assert rep.n_cached == 1 and rep.n_computed == 2
+    again = out.read_text().splitlines(keepends=True)
+    assert again[:2] == lines[:2] and len(again) == len(lines)
+    assert [r["key"] for r in read_results(out)] == [r.key for r in expand(spec)]
+    # a half-written header counts as an empty file
+    out.write_text(lines[0][:10])
+    with pytest.warns(RuntimeWarning):
+        rep = run_sweep(spec, out, workers=1, progress=False)
+    assert rep.n_computed == 3 and len(read_results(out)) == 3
+
+
+def test_foreign_or_locked_files_are_refused(tmp_path):
+    out = tmp_path / "other.csv"
+    out.write_text("a,b\n1,2\n")
+    with pytest.raises(ValueError, match="header differs"):
+        run_sweep(BASE, out, workers=1, progress=False)
+    fcntl = pytest.importorskip("fcntl")
+    out = tmp_path / "locked.csv"
+    with open(out, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        with pytest.raises(ValueError, match="locked"):
+            run_sweep(BASE, out, workers=1, progress=False)
+    assert run_sweep(BASE, out, workers=1, progress=False).complete
+
+
+def test_bad_run_sweep_arguments(tmp_path):
+    with pytest.raises(ValueError, match="workers"):
+        run_sweep(BASE, tmp_path / "x.csv", workers=0)
+    with pytest.raises(ValueError, match="scheduler"):
+        run_sweep(BASE, tmp_path / "x.csv", scheduler="slurm")
+    assert not (tmp_path / "x.csv").exists()
+
+
+# ---------------------------------------------------------------------------
+# kill -9 in the middle, then resume (CLI in a subprocess)
+# ---------------------------------------------------------------------------
+
+def start_and_signal(tmp_path, sig, rows=3, *extra):
+    """Start the CLI on a slow-ish spec, send ``sig`` once ``rows`` rows are written."""
+    # hardmax SE points cost ~0.1-0.5 s each (quadrature), slow enough to stop midway
+    spec = tmp_path / "hardmax.yaml"
+    spec.write_text("method: se\nchannel: hardmax\nT: 2\nrho: 0.5\n"
+                    "alpha: {start: 0.05, stop: 2.0, num: 24, spacing: log}\n")
+    out = tmp_path / "hardmax.csv"
+    proc = subprocess.Popen([sys.executable, "-m", "aimlib", "sweep", str(spec), "--out", str(out),
+                             "--workers", "2", "--no-progress", *extra], cwd=ROOT,
+                            start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if out.exists() and out.read_text().count("\n") >= 1 + rows:
+                break
+            time.sleep(0.02)
+        if sig == signal.SIGKILL:
+            os.killpg(proc.pid, signal.SIGKILL)  # the sweep and its worker processes
+        else:
+            proc.send_signal(sig)  # the sweep alone: it must stop its workers itself
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return spec, out, proc.returncode, err
+
+
+def test_sigterm_stops_cleanly(tmp_path):
+    spec, out, rc, err = start_and_signal(tmp_path, signal.SIGTERM, 3, "--scheduler", "local")
+    assert rc == 130 and "interrupted" in err and "resume" in err
+    n = len(read_results(out))
+    assert 3 <= n < len(expand(spec)) and out.read_text().endswith("\n")
+
+
+def test_killed_sweep_resumes_without_losing_or_duplicating_rows(tmp_path):
+    spec, out, rc, _ = start_and_signal(tmp_path, signal.SIGKILL)
+    assert rc == -signal.SIGKILL
+    total = len(expand(spec))
+    before = out.read_text()
+    done = before[: before.rfind("\n") + 1].splitlines(keepends=True)[1:]
+    assert 3 <= len(done) < total, "the sweep finished before it could be killed"
+    p = cli_run(str(spec), "--out", str(out), "--workers", "2", "--no-progress")
+    assert p.returncode == 0, p.stderr
+    assert f"{total} runs: {len(done)} cached, {total - len(done)} computed, 0 failed" in p.stdout
+    after = out.read_text().splitlines(keepends=True)
+    assert len(after) == 1 + total
+    keys = [line.split(",", 1)[0] for line in after[1:]]
+    assert len(set(keys)) == total and set(keys) == {r.key for r in expand(spec)}
+    for line in done:  # earlier rows untouched
+        assert line in after
+    assert all(math.isfinite(r["mmse"]) for r in read_results(out))
+
+
+# ---------------------------------------------------------------------------
+# command line
+# ---------------------------------------------------------------------------
+
+def test_cli_runs_caches_and_dry_runs(tmp_path):
+    spec = tmp_path / "s.yaml"
+    spec.write_text("name: tiny\nmethod: se\nT: [2, 3]\nrho: 0.5\nalpha: [0.05, 0.1]\n")
+    out = tmp_path / "s.csv"
+    p = cli_run(str(spec), "--dry-run")
+    assert p.returncode == 0 and p.stdout.strip() == f"tiny: 4 runs, 0 cached, 4 to compute -> {out}"
+    assert not out.exists()
+    p = cli_run(str(spec), "--workers", "1")  # default --out: SPEC with .csv; progress on stderr
+    assert p.returncode == 0, p.stderr
+    assert "4 runs: 0 cached, 4 computed, 0 failed" in p.stdout and "4/4" in p.stderr
+    p = cli_run(str(spec), "--out", str(out), "--no-progress")
+    assert p.returncode == 0 and "4 runs: 4 cached, 0 computed" in p.stdout and p.stderr == ""
+
+
+@pytest.mark.parametrize("content, args, words", [
+    ("method: se\nT: 2\nrho: 0.5\nalpah: 0.1\n", [], "'alpah'"),
+    ("method: amp\nT: 2\nrho: 0.5\nalpha: 0.1\n", [], "'d'"),
+    ("method: se\nT: [2\n", [], "not valid YAML"),
+    ("method: se\nT: 2\nrho: 0.5\nalpha: 0.1\n", ["--workers", "0"], "--workers"),
+    ("method: se\nT: 2\nrho: 0.5\nalpha: 0.1\n", ["--scheduler", "slurm"], "scheduler"),
+    (None, [], "cannot read spec file"),
+])
+def test_cli_bad_spec_exits_2_with_one_line(tmp_path, content, args, words):
+    spec = tmp_path / "bad.yaml"
+    if content is not None:
+        spec.write_text(content)
+    p = cli_run(str(spec), "--out", str(tmp_path / "bad.csv"), "--no-progress", *args)
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    assert lines[0].startswith("python -m aimlib sweep: error:") and words in lines[0]
+    assert p.stdout == ""
+
+
+def test_cli_failed_runs_exit_1(tmp_path, monkeypatch, capsys):
+    spec = tmp_path / "s.yaml"
+    spec.write_text("method: se\nT: 2\nrho: 0.5\nalpha: [0.05, 0.1]\n")
+
+    def failing(run):
+        raise RuntimeError("no luck")
+
+    monkeypatch.setattr(sweep, "execute", failing)
+    assert cli.main(["sweep", str(spec), "--workers", "1", "--no-progress"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all("failed: RuntimeError: no luck" in line for line in err)
+    assert "sweep" in cli.COMMANDS
