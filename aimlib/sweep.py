@@ -873,14 +873,19 @@ def _process_pool(todo: list[Run], workers: int, threads: int) -> Iterator:
         ex = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
         try:
             futures = {ex.submit(execute, run): run for run in todo}
-            for fut in as_completed(futures):
-                run = futures[fut]
-                try:
-                    yield run, fut.result()
-                except Exception as exc:  # noqa: BLE001
-                    yield run, exc
+            yield from _collect(futures, as_completed)
         finally:
             ex.shutdown(wait=False, cancel_futures=True)
+
+
+def _collect(futures: dict, as_completed) -> Iterator:
+    """Yield ``(run, row or exception)`` as the futures (``future -> run``) complete."""
+    for fut in as_completed(list(futures)):
+        run = futures[fut]
+        try:
+            yield run, fut.result()
+        except Exception as exc:  # noqa: BLE001 - a failed run is reported, not fatal
+            yield run, exc
 
 
 def _dask(todo: list[Run], scheduler, workers: int, threads: int) -> Iterator:
@@ -913,12 +918,7 @@ def _dask(todo: list[Run], scheduler, workers: int, threads: int) -> Iterator:
             fut = client.submit(execute, run, key=f"aimlib-sweep-{run.key}", pure=False,
                                 priority=n - i)
             futures[fut] = run
-        for fut in distributed.as_completed(list(futures)):
-            run = futures[fut]
-            try:
-                yield run, fut.result()
-            except Exception as exc:  # noqa: BLE001
-                yield run, exc
+        yield from _collect(futures, distributed.as_completed)
     finally:
         pending = [f for f in futures if not f.done()]
         if pending:
