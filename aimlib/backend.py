@@ -2,8 +2,10 @@
 
 Every array routine in :mod:`aimlib` asks :func:`get_array_module` for the
 module that owns its inputs and then calls only that module, so the NumPy and
-the CuPy runs share a single code path.  Results leave the library as host
-(NumPy) arrays through :func:`to_host`.
+the CuPy runs share a single code path.  CuPy never mixes host and device
+arrays, so a routine that takes several arrays brings them to one module
+first (:func:`to_common`).  Results leave the library as host (NumPy) arrays
+through :func:`to_host`.
 
 Environment
 -----------
@@ -26,6 +28,7 @@ __all__ = [
     "get_array_module",
     "to_host",
     "to_device",
+    "to_common",
     "backend_name",
 ]
 
@@ -125,3 +128,13 @@ def to_device(x, xp):
     if xp is np:
         return to_host(x)
     return xp.asarray(x)
+
+
+def to_common(*arrays):
+    """Return ``(xp, *arrays)``: the module of :func:`get_array_module` and every argument moved to it.
+
+    A NumPy array next to a CuPy one is copied to the device; ``None`` passes
+    through, and with NumPy arguments only nothing is copied.
+    """
+    xp = get_array_module(*arrays)
+    return (xp, *(None if a is None else to_device(a, xp) for a in arrays))

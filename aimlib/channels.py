@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _validate as v
-from .backend import get_array_module
+from .backend import get_array_module, to_common
 
 __all__ = ["Channel", "Softmax", "Hardmax", "Linear", "make_channel", "CHANNELS"]
 
@@ -95,7 +95,8 @@ class Channel:
         if omega.shape != y.shape:
             raise ValueError(f"omega must have the shape of y {tuple(y.shape)}, got {tuple(omega.shape)}")
         V = v.positive("V", V)
-        return get_array_module(y, omega), y, omega, V, y.shape[-1]
+        xp, y, omega = to_common(y, omega)
+        return xp, y, omega, V, y.shape[-1]
 
     @staticmethod
     def _fisher_args(q, Q0, T):
@@ -164,12 +165,23 @@ class Softmax(Channel):
     # |J|_w^2 = T^2/2 and P the w-orthogonal projection removing J.  Hence
     #   g_out = (P r)_ab / (sigma2_ab V),    F_out = 2 (D - 1) / V = (T^2+T-2)/V.
 
-    def _require_noiseless(self, what: str):
-        if self.noise > 0:
+    # -- Bayes side with label noise (T = 2): aimlib.noisy_softmax ---------
+    #
+    # With noise the output no longer pins h to a line; for T = 2 the two rows
+    # see h through u_a = h_aa - h_12 only, and Z_out is a two-dimensional
+    # integral (quadrature in aimlib.noisy_softmax).  For T > 2 it would be a
+    # T(T-1)-dimensional one, which is not implemented.
+
+    def _noisy_t2(self, what: str, T: int) -> bool:
+        """True if the noisy T = 2 route applies; raise for noisy T > 2."""
+        if self.noise == 0:
+            return False
+        if T != 2:
             raise NotImplementedError(
-                f"Softmax.{what}: the Bayes side of the softmax channel with label noise "
-                f"(noise={self.noise:g} > 0) is not implemented (it needs a (T^2+T)/2-dimensional "
-                "integral); use noise=0, where the channel is exactly solvable")
+                f"Softmax.{what}: with label noise (noise={self.noise:g} > 0) the Bayes side is "
+                f"implemented for T = 2 only (got T={T}); for T > 2 it needs a T(T-1)-dimensional "
+                "integral. Use noise=0, where the channel is exactly solvable for every T")
+        return True
 
     def preimage(self, y):
         r"""A symmetric ``h^y`` with ``softmax(beta h^y) = y`` (defined up to ``+ c J``).
@@ -206,26 +218,42 @@ class Softmax(Channel):
         ``log Z_out = -|P r|_w^2/(2V) - ((D-1)/2) log(2 pi V) - (1/2) sum_{a<=b} log sigma2_ab
         - (1/2) log(T^2/2)``, ``D = T(T+1)/2``: the Gaussian weight of the line of
         preimages ``{h^y + c J}`` (the Jacobian of the softmax map, a function of ``y``,
-        is dropped).
+        is dropped).  With label noise (``T = 2``) it is the exact log-density of ``y``,
+        :func:`aimlib.noisy_softmax.log_partition`.
         """
-        self._require_noiseless("log_partition")
         xp, y, omega, V, T = self._bayes_args(y, omega, V)
+        if self._noisy_t2("log_partition", T):
+            from . import noisy_softmax
+
+            return noisy_softmax.log_partition(y, omega, V, self.beta, self.noise)
         Pr, w = self._residual(y, omega)
         D = T * (T + 1) // 2
         const = -0.5 * (D - 1) * np.log(2 * np.pi * V) - 0.5 * T * np.log(2.0) - 0.5 * np.log(T * T / 2.0)
         return -(w * Pr * Pr).sum(axis=(-2, -1)) / (2 * V) + const
 
     def g_out(self, y, omega, V):
-        r"""``g_ab = (P r)_ab / (sigma2_ab V)``: the posterior-mean shift of the index, ``(E[h|y,omega] - omega) / (V sigma2)``."""
-        self._require_noiseless("g_out")
+        r"""``g_ab = (P r)_ab / (sigma2_ab V)``: the posterior-mean shift of the index, ``(E[h|y,omega] - omega) / (V sigma2)``.
+
+        With label noise (``T = 2``): :func:`aimlib.noisy_softmax.g_out`.
+        """
         xp, y, omega, V, T = self._bayes_args(y, omega, V)
+        if self._noisy_t2("g_out", T):
+            from . import noisy_softmax
+
+            return noisy_softmax.g_out(y, omega, V, self.beta, self.noise)
         Pr, _ = self._residual(y, omega)
         return Pr / (self.sigma2(T, xp) * V)
 
     def fisher(self, q, Q0, T):
-        r"""``F_out = (T^2 + T - 2) / (Q0 - q)``, independent of ``beta`` (``inf`` at ``q = Q0``)."""
-        self._require_noiseless("fisher")
+        r"""``F_out = (T^2 + T - 2) / (Q0 - q)``, independent of ``beta`` (``inf`` at ``q = Q0``).
+
+        With label noise (``T = 2``): :func:`aimlib.noisy_softmax.fisher`, finite at ``q = Q0``.
+        """
         q, Q0, T, V = self._fisher_args(q, Q0, T)
+        if self._noisy_t2("fisher", T):
+            from . import noisy_softmax
+
+            return noisy_softmax.fisher(q, Q0, self.beta, self.noise)
         k = T * T + T - 2
         if k == 0:
             return 0.0

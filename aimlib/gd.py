@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import _validate as v
-from .backend import get_array_module, module_named, to_device, to_host
+from .backend import get_array_module, module_named, to_common, to_device, to_host
 from .channels import Softmax
 from .errors import ConvergenceError
 from .model import attention_indices, sample_dataset, sample_tokens
@@ -125,7 +125,7 @@ def _check_xy(X, y, W=None):
         W = v.finite_array("W", W)
         if W.ndim not in (2, 3) or W.shape[-2] != d:
             raise ValueError(f"W must have shape ({d}, r) or (k, {d}, r) to match X, got {tuple(W.shape)}")
-    return X, y, W
+    return to_common(X, y, W)[1:]
 
 
 def _common_dtype(X, y, W):
@@ -253,6 +253,7 @@ def estimation_error(S_hat, S) -> float | np.ndarray:
     S_hat = v.finite_array("S_hat", S_hat)
     if S_hat.shape[-2:] != S.shape or S_hat.ndim not in (2, 3):
         raise ValueError(f"S_hat must have shape {tuple(S.shape)} or (k, *{tuple(S.shape)}), got {tuple(S_hat.shape)}")
+    _, S_hat, S = to_common(S_hat, S)
     diff = S_hat - S
     e = (diff * diff).sum(axis=(-2, -1)) / S.shape[0]
     return float(e) if S_hat.ndim == 2 else to_host(e)
@@ -320,8 +321,8 @@ def train_gd(X, y, *, rank: int | None = None, rho: float | None = None, beta: f
     Parameters
     ----------
     X, y : arrays (n, T, d) and (n, T, T)
-        Training data (NumPy or CuPy; the computation runs where ``X`` lives,
-        in the dtype of ``X``).
+        Training data (NumPy or CuPy; the computation runs on the GPU if
+        either is a CuPy array, in the dtype of ``X``).
     rank : int, optional
         Student width ``r``.  Default: ``round(rho d)`` if ``rho`` is given,
         else ``d // 2``.  Widths above the teacher's (over-parameterised

@@ -161,7 +161,7 @@ def log_bvn_cdf(h, k, r):
     Parameters
     ----------
     h, k : array_like
-        Upper limits (finite).
+        Upper limits (finite; CuPy arrays are copied to the host).
     r : array_like
         Correlation, ``-1 < r < 1``.
 
@@ -170,7 +170,7 @@ def log_bvn_cdf(h, k, r):
     numpy.ndarray
         ``log Phi_2`` with the broadcast shape.
     """
-    h, k, r = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (h, k, r)))
+    h, k, r = np.broadcast_arrays(*(np.asarray(to_host(a), dtype=float) for a in (h, k, r)))
     if not (np.all(np.isfinite(h)) and np.all(np.isfinite(k))):
         raise ValueError("h and k must be finite")
     if not np.all(np.abs(r) < 1):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validate as v
-from .backend import get_array_module, module_named, to_device
+from .backend import get_array_module, module_named, to_common, to_device
 from .channels import Channel
 
 __all__ = ["teacher_width", "sample_teacher", "sample_tokens", "attention_indices",
@@ -83,13 +83,14 @@ def attention_indices(X, S):
     h : array of shape (n, T, T)
         Symmetric in its last two axes.  The trace subtraction removes the
         ``O(sqrt(d))`` mean of the diagonal, so every entry is ``O(1)``.
+        A CuPy array if ``X`` or ``S`` is one.
     """
     X = v.finite_array("X", X, ndim=3)
     S = v.symmetric_matrix("S", S)
     d = X.shape[-1]
     if S.shape[0] != d:
         raise ValueError(f"S must have shape ({d}, {d}) to match X, got {tuple(S.shape)}")
-    xp = get_array_module(X, S)
+    xp, X, S = to_common(X, S)
     h = (X @ S) @ xp.swapaxes(X, 1, 2) / np.sqrt(d)
     T = X.shape[1]
     h -= xp.eye(T, dtype=h.dtype) * (xp.trace(S) / np.sqrt(d))
@@ -158,7 +159,7 @@ def index_covariance(S, S_prime=None) -> float:
     S_prime = S if S_prime is None else v.symmetric_matrix("S_prime", S_prime)
     if S_prime.shape != S.shape:
         raise ValueError(f"S_prime must have shape {tuple(S.shape)}, got {tuple(S_prime.shape)}")
-    xp = get_array_module(S, S_prime)
+    xp, S, S_prime = to_common(S, S_prime)
     return float(xp.sum(S * S_prime)) / S.shape[0]
 
 

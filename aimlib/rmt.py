@@ -26,8 +26,9 @@ Conventions
   the equivalent, cancellation-free form
   ``Delta/(1+Delta) - Delta^2 int mu (2 h(x) - (x - s)/(1+Delta))^2 dx``.
 
-The scalar functions work on the host with NumPy; :func:`rie` follows the array
-module of its input (NumPy or CuPy).
+The scalar functions work on the host with NumPy (array arguments may be CuPy
+arrays: they are copied to the host); :func:`rie` and :func:`linear_shrinkage`
+follow the array module of their input (NumPy or CuPy).
 """
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ import math
 import numpy as np
 
 from . import _validate as v
-from .backend import get_array_module, to_device, to_host
+from .backend import get_array_module, to_common, to_device, to_host
 
 __all__ = [
     "atom_S",
@@ -81,7 +82,7 @@ def _check_delta(delta) -> float:
 
 
 def _real_points(name, x):
-    x = np.asarray(x)
+    x = to_host(x)
     if x.dtype == object or not np.issubdtype(x.dtype, np.number) or np.iscomplexobj(x):
         raise TypeError(f"{name} must be real (numbers or an array of real numbers), got dtype {x.dtype}")
     x = x.astype(float)
@@ -350,7 +351,7 @@ def stieltjes(z, delta, rho):
     """
     delta = _check_delta(delta)
     rho = _check_rho(rho)
-    z = np.asarray(z)
+    z = to_host(z)
     if z.dtype == object or not np.issubdtype(z.dtype, np.number):
         raise TypeError(f"z must be numeric, got dtype {z.dtype}")
     if not np.all(np.isfinite(z)):
@@ -736,7 +737,7 @@ def linear_shrinkage(Y, delta, rho):
 
 def spectral_error(S_hat, S):
     """``(1/d) ||S_hat - S||_F^2`` as a float."""
-    xp = get_array_module(S_hat, S)
+    xp, S_hat, S = to_common(S_hat, S)
     d = S.shape[0]
     return float(to_host(xp.sum((S_hat - S) ** 2))) / d
 

@@ -720,6 +720,8 @@ def generalization_error(q: float, Q0: float, T: int, channel="softmax", *, beta
       Sobol points (fixed ``seed``; ``n_qmc // 4`` outer ``omega`` times
       ``n_qmc`` inner ``h``; relative accuracy about ``1e-3`` at the default).
     * linear: ``(T + 1) V + T noise`` (closed form).
+    * label noise adds ``T noise`` to the softmax value too (``T^2`` entries of
+      variance ``noise``, divided by ``T``): the predictor cannot foresee the noise.
 
     Checks: ``E_gen(q=0)`` is the prior variance ``(1/T) sum_ab Var(y_ab)``;
     ``E_gen(q=Q0) = 0`` for noiseless channels.
@@ -733,11 +735,13 @@ def generalization_error(q: float, Q0: float, T: int, channel="softmax", *, beta
         return (T + 1) * V + T * ch.noise
     if type(ch) is not Softmax:
         raise ValueError(f"channel: generalization_error supports 'softmax' and 'linear', got {ch!r}")
-    if ch.noise > 0:
-        raise NotImplementedError("generalization_error: softmax with label noise is not implemented")
+    return _softmax_gen_error(q, V, T, ch.beta, n_qmc, seed) + T * ch.noise
+
+
+def _softmax_gen_error(q, V, T, b, n_qmc, seed):
+    """The noiseless part ``(1/T) E_omega tr Cov(softmax(beta h) | omega)`` of :func:`generalization_error`."""
     if V == 0 or T == 1:
         return 0.0
-    b = ch.beta
     if T == 2:
         su, sm = math.sqrt(3 * V), math.sqrt(3 * q)
         z, wz = _gauss_grid(0.5 / (b * su))  # inner: u = mu + su z

@@ -31,6 +31,9 @@ Panels
     ``rho -> 0`` weak-recovery threshold ``alpha ~ rho * alpha_bar_WR`` (hardmax).
 :func:`phase_panel`
     Phase diagram: ``E_S`` over the ``(rho, alpha)`` plane with the thresholds.
+:func:`noise_panel`
+    Softmax (``T = 2``) with label noise against the clean channel: the
+    transition at ``alpha_PR`` turns into a crossover and a ``1/alpha`` tail.
 :func:`spectrum_panel`
     Spectral density of ``Y = S + sqrt(Delta) Z`` with a sampled finite-``d``
     spectrum, and the RIE eigenvalue map against the oracle shrinkage.
@@ -66,13 +69,16 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from .errors import ConvergenceError
 
-__all__ = ["Panel", "se_panel", "phase_panel", "spectrum_panel", "amp_panel", "playground",
-           "render_png", "clear_caches"]
+__all__ = ["Panel", "se_panel", "phase_panel", "noise_panel", "spectrum_panel", "amp_panel",
+           "playground", "render_png", "clear_caches"]
 
 #: Bounds accepted by the panels (wider values give a readable message).
 RHO_BOUNDS = (0.01, 10.0)
 ALPHA_BOUNDS = (1e-4, 100.0)
 DELTA_BOUNDS = (1e-3, 100.0)
+NOISE_BOUNDS = (3e-3, 1.0)    # the noise panel: with RHO_NOISE and BETA_BOUNDS, a cold redraw
+BETA_BOUNDS = (0.2, 3.0)      # (one tabulation of F_out) stays under half a minute
+RHO_NOISE = (0.05, 2.0)
 T_BOUNDS = (2, 8)
 CHANNELS = ("softmax", "hardmax")
 
@@ -182,6 +188,26 @@ def se_curve_cached(channel: str, T: int, rho: float, lo: float, hi: float, scal
     return alphas, mmse
 
 
+@functools.lru_cache(maxsize=64)
+def noisy_curve_cached(rho: float, beta: float, noise: float, lo: float, hi: float,
+                       n: int) -> dict:
+    """SE of the noisy softmax (``T = 2``) on a log grid, with the tail law (cached; arguments rounded).
+
+    ``mmse`` from :func:`aimlib.state_evolution.solve`; ``tail = c0 / (alpha F_out(Q0))``
+    (:func:`aimlib.noisy_softmax.fisher_at_q0`, ``c0`` the slope of the prior MMSE at zero noise).
+    """
+    from . import noisy_softmax as ns
+    from . import state_evolution as se
+
+    alphas = _alpha_grid(lo, hi, "log", n)
+    mmse = np.array([se.solve(a, T=2, rho=rho, beta=beta, noise=noise).mmse for a in alphas])
+    c0 = 4 * se.perfect_recovery_threshold(rho, 2)  # alpha_PR = c0 / (T^2 + T - 2)
+    tail = c0 / (alphas * ns.fisher_at_q0(1 + rho, beta, noise))
+    for a in (alphas, mmse, tail):
+        a.setflags(write=False)
+    return {"alpha": alphas, "mmse": mmse, "tail": tail}
+
+
 @functools.lru_cache(maxsize=512)
 def thresholds_cached(channel: str, T: int, rho: float) -> dict:
     """Thresholds drawn on the SE plots: ``alpha_pr`` (softmax) or ``alpha_wr`` (hardmax, ``rho -> 0``)."""
@@ -232,7 +258,8 @@ def spectrum_sample_cached(d: int, delta: float, rho: float, seed: int) -> dict:
 
 def clear_caches() -> None:
     """Empty every cache of this module (used by the timing measurements)."""
-    for f in (se_curve_cached, thresholds_cached, phase_grid_cached, spectrum_sample_cached):
+    for f in (se_curve_cached, noisy_curve_cached, thresholds_cached, phase_grid_cached,
+              spectrum_sample_cached):
         f.cache_clear()
 
 
@@ -405,6 +432,71 @@ def se_panel(channel: str = "softmax", rho: float = 0.5, T: int = 2, alpha_range
     rows = [W.HBox([controls["channel"], controls["rho"], controls["T"]]),
             W.HBox([controls["alpha_range"], controls["xscale"], controls["yscale"]])]
     panel = _SEPanel("Bayes-optimal error from the state evolution", controls, rows)
+    panel.redraw()
+    return panel
+
+
+# --------------------------------------------------------------------------- (1b) label noise
+class _NoisePanel(Panel):
+    N_POINTS = 30
+
+    def _params(self):
+        c = self.controls
+        lo, hi = parse_range("alpha range", c["alpha_range"].value, *ALPHA_BOUNDS)
+        return {"rho": round_sig(_number("rho", c["rho"].value, *RHO_NOISE)),
+                "beta": round_sig(_number("beta", c["beta"].value, *BETA_BOUNDS)),
+                "noise": round_sig(_number("noise", c["noise"].value, *NOISE_BOUNDS)),
+                "lo": round_sig(lo), "hi": round_sig(hi)}
+
+    def _compute(self, p):
+        noisy = noisy_curve_cached(p["rho"], p["beta"], p["noise"], p["lo"], p["hi"], self.N_POINTS)
+        _, clean = se_curve_cached("softmax", 2, p["rho"], p["lo"], p["hi"], "log", self.N_POINTS)
+        th = thresholds_cached("softmax", 2, p["rho"])
+        return {"params": p, **noisy, "clean": clean, "alpha_pr": th["alpha_pr"]}
+
+    def _plot(self, data):
+        p = data["params"]
+        fig, (ax,) = _figure()
+        a = data["alpha"]
+        ax.plot(a, data["clean"], "k-", lw=1.5, label="no label noise")
+        ax.plot(a, data["mmse"], lw=2, label=f"noise Δ_out = {p['noise']:g}, β = {p['beta']:g}")
+        ax.plot(a, data["tail"], "--", color="C0", lw=1, label="tail c₀ / (α F_out(Q₀))")
+        if p["lo"] <= data["alpha_pr"] <= p["hi"]:
+            ax.axvline(data["alpha_pr"], color="k", ls=":", lw=1,
+                       label=f"clean threshold α_PR = {data['alpha_pr']:.4g}")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.minorticks_off()
+        ax.set_ylim(max(float(data["mmse"].min()), 1e-6) / 2, 1.5)
+        ax.set_xlabel("sample complexity α = n/d²")
+        ax.set_ylabel("estimation error E_S")
+        ax.grid(alpha=0.3)
+        ax.legend(loc="lower left", fontsize=9)
+        return fig
+
+
+def noise_panel(rho: float = 0.5, beta: float = 1.0, noise: float = 0.01,
+                alpha_range: str = "0.01, 10") -> Panel:
+    """Softmax, ``T = 2``, with label noise: the SE error against the clean one.
+
+    Controls: ``rho``, ``beta``, ``noise`` (log sliders), ``alpha_range`` (text).
+    ``panel.last_data``: ``params``, ``alpha``, ``mmse`` (noisy SE), ``clean``,
+    ``tail`` (the large-``alpha`` law) and ``alpha_pr``.  A new ``(rho, beta,
+    noise)`` tabulates the output function once: a few seconds at the defaults,
+    up to about half a minute for the sharpest settings (large ``beta`` and
+    ``rho``, small ``noise``).
+    """
+    controls = {
+        "rho": _log_slider(rho, *RHO_NOISE, "ρ"),
+        "beta": _log_slider(beta, *BETA_BOUNDS, "β"),
+        "noise": _log_slider(noise, *NOISE_BOUNDS, "Δ_out", step=0.1),
+        "alpha_range": W.Text(value=alpha_range, description="α range", continuous_update=False,
+                              style={"description_width": "60px"}, layout=W.Layout(width="220px")),
+    }
+    rows = [W.HBox([controls["rho"], controls["beta"]]),
+            W.HBox([controls["noise"], controls["alpha_range"]])]
+    panel = _NoisePanel("Label noise: from a transition to a crossover", controls, rows,
+                        note="softmax, T = 2")
     panel.redraw()
     return panel
 
@@ -691,8 +783,8 @@ def amp_panel(channel: str = "softmax", T: int = 2, rho: float = 0.5, alpha: flo
 # --------------------------------------------------------------------------- all together
 def playground(run_amp: bool = False) -> W.VBox:
     """Every panel in one column; ``box.panels`` maps names to the panels."""
-    panels = {"se": se_panel(), "phase": phase_panel(), "spectrum": spectrum_panel(),
-              "amp": amp_panel(run=run_amp)}
+    panels = {"se": se_panel(), "phase": phase_panel(), "noise": noise_panel(),
+              "spectrum": spectrum_panel(), "amp": amp_panel(run=run_amp)}
     box = W.VBox(list(panels.values()))
     box.panels = panels
     return box

@@ -1,6 +1,8 @@
-"""Shared fixtures: the array module under test and the built book.
+"""Shared fixtures: the array module under test, the strict CuPy stand-in and the built book.
 
 ``AIMLIB_TEST_BACKEND=cupy`` runs the array tests on the GPU; NumPy otherwise.
+``strict_cupy`` runs a test against a CPU stand-in for CuPy that enforces its
+host/device rules (``tests/test_device_path.py``), with or without a GPU.
 """
 from __future__ import annotations
 
@@ -34,6 +36,25 @@ def xp(backend):
     from aimlib.backend import module_named
 
     return module_named(backend)
+
+
+@pytest.fixture
+def strict_cupy(monkeypatch):
+    """The strict CuPy stand-in (``tests/strict_cupy.py``) installed as ``cupy`` for one test.
+
+    A CPU test double that enforces CuPy's host/device rules, not a GPU run.
+    ``aimlib.backend``'s CuPy cache is reset for the test; the real ``cupy``
+    (``AIMLIB_TEST_BACKEND=cupy``) and the cache come back afterwards.
+    """
+    import strict_cupy as stand_in
+
+    from aimlib import backend as backend_module
+
+    monkeypatch.setitem(sys.modules, "cupy", stand_in)
+    monkeypatch.delenv("AIMLIB_BACKEND", raising=False)
+    monkeypatch.setattr(backend_module, "_CUPY", None)
+    monkeypatch.setattr(backend_module, "_CUPY_CHECKED", False)
+    return stand_in
 
 
 @pytest.fixture(scope="session")

@@ -45,8 +45,8 @@ D = 100
 TOL_SE = 0.06
 
 
-def _run(ch, T, alpha, d=D, seed=0, **kw):
-    data = model.sample_dataset(alpha, d, T, RHO, ch, seed)
+def _run(ch, T, alpha, d=D, seed=0, backend=None, **kw):
+    data = model.sample_dataset(alpha, d, T, RHO, ch, seed, backend=backend)
     kw.setdefault("max_iter", 100)
     kw.setdefault("on_max_iter", "return")
     return data, amp.gamp_rie(data.X, data.y, ch, RHO, S=data.S, **kw)
@@ -57,9 +57,9 @@ def _se(ch, T, alpha):
 
 
 @pytest.mark.parametrize("T, alpha", [(2, 0.05), (2, 0.12), (3, 0.02), (3, 0.04)])
-def test_softmax_tracks_se(T, alpha):
+def test_softmax_tracks_se(T, alpha, backend):
     ch = channels.Softmax()
-    _, res = _run(ch, T, alpha)
+    _, res = _run(ch, T, alpha, backend=backend)
     se = _se(ch, T, alpha)
     assert abs(res.mmse - se) < TOL_SE, (res.mmse, se)
     # the algorithm's own prediction m also sits near the SE value
@@ -74,9 +74,9 @@ def test_linear_noisy_tracks_se(alpha):
 
 
 @pytest.mark.parametrize("alpha", [0.2, 0.5])
-def test_hardmax_tracks_se(alpha):
+def test_hardmax_tracks_se(alpha, backend):
     ch = channels.Hardmax()
-    _, res = _run(ch, 2, alpha, d=80)
+    _, res = _run(ch, 2, alpha, d=80, backend=backend)
     assert abs(res.mmse - _se(ch, 2, alpha)) < TOL_SE
 
 
@@ -125,9 +125,9 @@ def test_trace_follows_se_iteration(hardmax_undamped):
     assert np.max(np.abs(amp_err - se_trace[1:k + 1])) < 0.03
 
 
-def test_chunked_equals_unchunked():
+def test_chunked_equals_unchunked(backend):
     ch = channels.Softmax()
-    data = model.sample_dataset(0.08, 50, 3, RHO, ch, 3)
+    data = model.sample_dataset(0.08, 50, 3, RHO, ch, 3, backend=backend)
     kw = dict(S=data.S, max_iter=15, on_max_iter="return", trace=True)
     a = amp.gamp_rie(data.X, data.y, ch, RHO, chunk_size=7, **kw)
     b = amp.gamp_rie(data.X, data.y, ch, RHO, chunk_size=data.n, **kw)
@@ -152,8 +152,8 @@ def test_float32_close_to_float64():
     assert np.max(np.abs(r32.S_hat - r64.S_hat)) < 1e-3
 
 
-def test_run_amp_dict_and_reproducible():
-    kw = dict(max_iter=40, on_max_iter="return")
+def test_run_amp_dict_and_reproducible(backend):
+    kw = dict(max_iter=40, on_max_iter="return", backend=backend)
     a = amp.run_amp("softmax", 2, RHO, 0.05, 40, 7, **kw)
     b = amp.run_amp(channels.Softmax(), 2, RHO, 0.05, 40, 7, **kw)
     for key in ("alpha", "d", "seed", "mmse", "iterations", "seconds"):

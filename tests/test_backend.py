@@ -21,6 +21,15 @@ def test_to_device_round_trip(xp):
     assert backend.backend_name(xp) in ("numpy", "cupy")
 
 
+def test_to_common_brings_host_arrays_next_to_device_ones(xp):
+    host = np.arange(2.0)
+    mod, a, b, none = backend.to_common(host, xp.ones(2), None)
+    assert mod is xp and none is None
+    assert backend.get_array_module(a) is xp and backend.to_host(a).tolist() == [0.0, 1.0]
+    assert backend.get_array_module(b) is xp
+    assert backend.to_common(host)[1] is host  # NumPy only: nothing is copied
+
+
 def test_forcing_numpy(monkeypatch):
     monkeypatch.setenv("AIMLIB_BACKEND", "numpy")
     assert backend.default_module() is np

@@ -32,6 +32,16 @@ def test_se_softmax_csv():
         assert q == pytest.approx(1.5 - mmse)
 
 
+def test_se_softmax_with_label_noise():
+    from aimlib import state_evolution as se
+
+    p = run("se", "--channel", "softmax", "--T", "2", "--rho", "0.5", "--noise", "0.01", "--alpha", "1")
+    assert p.returncode == 0, p.stderr
+    alpha, mmse, q = map(float, list(csv.reader(io.StringIO(p.stdout)))[1])
+    assert mmse == pytest.approx(se.solve(1.0, T=2, rho=0.5, noise=0.01).mmse, rel=1e-9)
+    assert mmse > 0.01  # no perfect recovery with noise (the clean error is 0 at alpha = 1)
+
+
 def test_threshold_softmax():
     p = run("threshold", "--channel", "softmax", "--T", "2", "--rho", "0.5")
     assert p.returncode == 0, p.stderr
@@ -44,7 +54,7 @@ def test_threshold_softmax():
     (["se", "--alpha", "0.1", "--channel", "nope"], "channel"),
     (["se", "--alpha", "-0.5"], "alphas"),
     (["se"], "--alpha"),
-    (["se", "--alpha", "0.1", "--noise", "0.1"], "label noise"),
+    (["se", "--T", "3", "--alpha", "0.1", "--noise", "0.1"], "T = 2 only"),
     (["threshold", "--rho", "0"], "rho"),
     (["threshold", "--channel", "hardmax", "--rho", "0.5"], "rho 0"),
     (["frobnicate"], "invalid choice"),

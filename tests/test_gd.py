@@ -46,14 +46,14 @@ def test_student_indices_and_loss_definition():
     assert gd.loss(X, yt, Wt, 1.5) < 1e-28
 
 
-def _instance(alpha_bar, d, T=2, rho=0.5, seed=0, dtype=np.float64):
+def _instance(alpha_bar, d, T=2, rho=0.5, seed=0, dtype=np.float64, backend=None):
     alpha = alpha_bar / (T * T + T - 2)
-    return model.sample_dataset(alpha, d, T, rho, channels.Softmax(1.0), seed, dtype=dtype)
+    return model.sample_dataset(alpha, d, T, rho, channels.Softmax(1.0), seed, dtype=dtype, backend=backend)
 
 
 @pytest.mark.parametrize("optimizer,lr", [("adam", 0.1), ("gd", 2.0)])
-def test_loss_decreases(optimizer, lr):
-    ds = _instance(0.4, 20, seed=1)
+def test_loss_decreases(optimizer, lr, backend):
+    ds = _instance(0.4, 20, seed=1, backend=backend)
     res = gd.train_gd(ds.X, ds.y, rho=0.5, restarts=2, seed=0, optimizer=optimizer, lr=lr,
                       steps=200, S=ds.S, record_every=20)
     assert res.train_loss.shape == (2, len(res.steps))
@@ -83,8 +83,8 @@ def test_early_stopping():
     assert np.all(res.train_loss[:, -1] <= 1e-3)
 
 
-def test_batched_restarts_equal_separate_runs():
-    ds = _instance(0.4, 16, seed=4)
+def test_batched_restarts_equal_separate_runs(backend):
+    ds = _instance(0.4, 16, seed=4, backend=backend)
     W0 = gd.initial_weights(16, 8, 3, seed=5)
     assert np.array_equal(W0[:2], gd.initial_weights(16, 8, 2, seed=5))
     kw = dict(steps=150, S=ds.S, record_every=30, tol=1e-4)
@@ -97,8 +97,8 @@ def test_batched_restarts_equal_separate_runs():
         assert alone.n_steps[0] == batched.n_steps[i]
 
 
-def test_averaging_reduces_the_error():
-    ds = _instance(0.4, 30, seed=6)
+def test_averaging_reduces_the_error(backend):
+    ds = _instance(0.4, 30, seed=6, backend=backend)
     k = 8
     res = gd.train_gd(ds.X, ds.y, rho=0.5, restarts=k, seed=2, steps=400, S=ds.S, record_every=100)
     single = res.mmse_single
@@ -121,13 +121,13 @@ def test_minibatch_and_float32():
     assert g.dtype == np.float32 and L.dtype == np.float32
 
 
-def test_run_gd_dict_and_reproducible():
-    a = gd.run_gd(2, 0.5, 0.1, 12, 3, restarts=2, steps=30)
+def test_run_gd_dict_and_reproducible(backend):
+    a = gd.run_gd(2, 0.5, 0.1, 12, 3, restarts=2, steps=30, backend=backend)
     for key in ("alpha", "d", "seed", "restarts", "mmse_single", "mmse_averaged", "seconds"):
         assert key in a
     assert len(a["mmse_single_all"]) == 2 and a["restarts"] == 2 and a["d"] == 12
     assert np.isclose(a["mmse_single"], np.mean(a["mmse_single_all"]))
-    b = gd.run_gd(2, 0.5, 0.1, 12, 3, restarts=2, steps=30)
+    b = gd.run_gd(2, 0.5, 0.1, 12, 3, restarts=2, steps=30, backend=backend)
     assert a["mmse_single_all"] == b["mmse_single_all"] and a["mmse_averaged"] == b["mmse_averaged"]
     c = gd.run_gd(2, 0.5, 0.1, 12, 3, restarts=2, steps=30, dtype=np.float64, rank=12)
     assert c["rank"] == 12

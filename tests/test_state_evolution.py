@@ -237,7 +237,7 @@ def test_generalization_error_linear():
     (lambda: se.perfect_recovery_threshold(0.5, 2, "hardmax"), ValueError, "channel"),
     (lambda: se.generalization_error(2.0, 1.5, 2), ValueError, "q"),
     (lambda: se.free_entropy(0.5, -1.0, 0.1), ValueError, "qhat"),
-    (lambda: se.solve(0.1, channel=Softmax(noise=0.1)), NotImplementedError, "label noise"),
+    (lambda: se.solve(0.1, channel=Softmax(noise=0.1), T=3), NotImplementedError, "label noise"),
 ])
 def test_bad_inputs(call, exc, match):
     with pytest.raises(exc, match=match):

@@ -164,6 +164,34 @@ def test_se_panel_redraw_time(capsys):
     assert p.error == ""
 
 
+# --------------------------------------------------------------------------- label noise
+def test_noise_panel_data_match_state_evolution():
+    from aimlib import noisy_softmax as ns
+
+    p = aw.noise_panel(rho=0.5, beta=1.0, noise=0.01, alpha_range="0.05, 5")
+    assert p.error == "" and p.last_png.startswith(PNG)
+    d = p.last_data
+    i = len(d["alpha"]) // 2
+    a = d["alpha"][i]
+    assert d["mmse"][i] == pytest.approx(se.solve(a, T=2, rho=0.5, noise=0.01).mmse, rel=1e-9)
+    assert d["clean"][i] == pytest.approx(se.solve(a, T=2, rho=0.5).mmse, abs=1e-9)
+    assert d["tail"][i] == pytest.approx(0.75 / (a * ns.fisher_at_q0(1.5, 1.0, 0.01)), rel=1e-6)
+    assert np.all(d["mmse"] >= d["clean"])
+    assert d["alpha_pr"] == pytest.approx(0.1875, rel=1e-6)
+    before, after = _changes(p, "noise", 0.1)
+    assert before != after and np.all(p.last_data["mmse"] > d["mmse"])
+
+
+def test_noise_panel_messages():
+    p = aw.noise_panel(alpha_range="0.05, 5")
+    p.controls["alpha_range"].value = "5, 0.05"
+    assert "lower end" in _readable(p)
+    p.controls["alpha_range"].value = "0.05, 5"
+    p.controls["noise"].min = -6  # a slider clamps what a user can do; code may not
+    p.controls["noise"].value = 1e-5
+    assert "noise must be between" in _readable(p)
+
+
 # --------------------------------------------------------------------------- phase diagram
 def test_phase_panel_softmax_and_T():
     p = aw.phase_panel()
@@ -242,5 +270,5 @@ def test_amp_panel_runs_on_click():
 
 def test_playground_collects_the_panels():
     box = aw.playground()
-    assert set(box.panels) == {"se", "phase", "spectrum", "amp"}
+    assert set(box.panels) == {"se", "phase", "noise", "spectrum", "amp"}
     assert all(pn.error == "" and pn.last_png.startswith(PNG) for pn in box.panels.values())
