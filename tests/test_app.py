@@ -183,7 +183,7 @@ def test_static_playground_renders_saved_widgets(built_book, chromium_app):
             page.goto(f"{base}/book/playground.html", wait_until="load")
             page.wait_for_function(
                 "() => [...document.querySelectorAll('.widget-subarea .aim-panel img')]"
-                ".filter(i => i.naturalWidth > 0).length >= 4", timeout=30_000)
+                ".filter(i => i.naturalWidth > 0).length >= 5", timeout=30_000)
             page.wait_for_load_state("networkidle")
             report = page.evaluate("""() => ({
                 panels: document.querySelectorAll('.widget-subarea .aim-panel').length,
@@ -193,7 +193,7 @@ def test_static_playground_renders_saved_widgets(built_book, chromium_app):
                 mathjax3: !!(window.MathJax && window.MathJax.typesetPromise)})""")
         finally:
             ctx.close()
-    assert report["panels"] == 4 and report["sliders"] >= 8 and report["selects"] >= 3, report
+    assert report["panels"] == 5 and report["sliders"] >= 8 and report["selects"] >= 3, report
     assert report["hub"] and report["mathjax3"], report
     problems = {k: v for k, v in seen.items() if v}
     assert not problems, problems
