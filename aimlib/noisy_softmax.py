@@ -221,7 +221,7 @@ def fisher_direct(q: float, Q0: float, beta: float, noise: float) -> float:
 
     ``mu_a = sqrt(q) (x_0 + sqrt(2) x_a)``, ``u_a = mu_a + sqrt(V) (x_3 + sqrt(2) x_{3+a})``,
     ``z_a = sigma(beta u_a) + sqrt(noise/2) x_{5+a}`` with ``x`` the eight Sobol normals
-    (``V = Q0 - q``).  By Nishimori this equals ``(2/V) E[r^T (C/V)^{-1} r]``.
+    (``V = Q0 - q``).  Equivalently ``(2/V) E[r^T C^{-1} r]``, since ``A Sigma A^T = C/V``.
     """
     V = Q0 - q
     x = _sobol_normals()
