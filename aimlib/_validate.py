@@ -8,6 +8,9 @@ import numpy as np
 
 from .backend import get_array_module
 
+# Width ratios for which every routine of aimlib is tested to full accuracy.
+RHO_RANGE = (1e-4, 1e4)
+
 
 def positive(name: str, value, *, allow_inf: bool = False) -> float:
     """Return ``float(value)`` if it is a real number > 0, else raise ``ValueError``."""
@@ -33,6 +36,17 @@ def real(name: str, value, *, allow_inf: bool = False) -> float:
     if math.isnan(v) or (math.isinf(v) and not allow_inf):
         raise ValueError(f"{name} must be finite, got {value!r}")
     return v
+
+
+def rho(value, *, allow_inf: bool = False) -> float:
+    """Return the width ratio ``rho = r/d`` as a float in ``RHO_RANGE`` (or ``inf`` if allowed).
+
+    ``rho = inf`` stands for the Gaussian (GOE) prior, the limit of infinite width.
+    """
+    r = positive("rho", value, allow_inf=allow_inf)
+    if math.isinf(r):
+        return r
+    return in_range("rho", r, *RHO_RANGE)
 
 
 def in_range(name: str, value, low: float, high: float) -> float:

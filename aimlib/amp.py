@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import _validate as v
-from .backend import get_array_module, module_named, to_device, to_host
+from .backend import float_dtype, get_array_module, module_named, to_device, to_host
 from .channels import Channel, make_channel
 from .errors import ConvergenceError
 
@@ -122,19 +122,6 @@ def chunk_size_for(T: int, d: int, itemsize: int, memory_mb: float) -> int:
     """
     per_sample = (3 * T * d + 8 * T * T) * itemsize
     return max(1, int(memory_mb * 2**20 // per_sample))
-
-
-def _resolve_dtype(dtype, X):
-    if dtype is None:
-        kind = np.dtype(X.dtype)
-        return kind if kind in (np.dtype(np.float32), np.dtype(np.float64)) else np.dtype(np.float64)
-    try:
-        dt = np.dtype(dtype)
-    except TypeError as exc:
-        raise TypeError(f"dtype must be float32 or float64, got {dtype!r}") from exc
-    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
-        raise ValueError(f"dtype must be float32 or float64, got {dt}")
-    return dt
 
 
 _DELTA_MIN = 1e-11  # below this, Delta is zero for every purpose (aimlib.rmt accepts >= 1e-12)
@@ -257,7 +244,7 @@ def gamp_rie(X, y, channel: Channel, rho: float, *, S=None, damping: float = 0.5
     v.choice("damp", damp, {"state", "messages", "both"})
     damp_g = damp in ("messages", "both")
     damp_S = damp in ("state", "both")
-    dt = _resolve_dtype(dtype, X)
+    dt = float_dtype(dtype, X.dtype if X.dtype in (np.float32, np.float64) else np.float64)
     if m_floor is None:
         m_floor = float(np.sqrt(np.finfo(dt).eps))
     m_floor = v.nonnegative("m_floor", m_floor)
@@ -445,7 +432,7 @@ def run_amp(channel, T: int, rho: float, alpha: float, d: int, seed=None, *,
         channel = make_channel(channel)
     T = v.integer("T", T, minimum=2)
     d = v.integer("d", d, minimum=2)
-    dt = np.dtype(np.float64) if dtype is None else _resolve_dtype(dtype, np.empty(0))
+    dt = float_dtype(dtype)
     module_named(backend)  # validates the backend name early
     seed_out = seed if seed is None or isinstance(seed, (int, np.integer)) else repr(seed)
     data = sample_dataset(alpha, d, T, rho, channel, seed, backend=backend, dtype=dt)

@@ -30,6 +30,7 @@ __all__ = [
     "to_device",
     "to_common",
     "backend_name",
+    "float_dtype",
 ]
 
 _CUPY = None
@@ -138,3 +139,19 @@ def to_common(*arrays):
     """
     xp = get_array_module(*arrays)
     return (xp, *(None if a is None else to_device(a, xp) for a in arrays))
+
+
+def float_dtype(dtype, default=np.float64):
+    """Resolve a working precision: ``float32`` or ``float64`` as a ``numpy.dtype``.
+
+    ``dtype=None`` gives ``default``; anything else must name one of the two.
+    """
+    if dtype is None:
+        return np.dtype(default)
+    try:
+        dt = np.dtype(dtype)
+    except TypeError as exc:
+        raise TypeError(f"dtype must be float32 or float64, got {dtype!r}") from exc
+    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise ValueError(f"dtype must be float32 or float64, got {dt}")
+    return dt

@@ -43,10 +43,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import _validate as v
-from .backend import get_array_module, module_named, to_common, to_device, to_host
+from .backend import float_dtype, get_array_module, module_named, to_common, to_device, to_host
 from .channels import Softmax
 from .errors import ConvergenceError
-from .model import attention_indices, sample_dataset, sample_tokens
+from .model import attention_indices, estimation_error, sample_dataset, sample_tokens
 
 __all__ = [
     "GDResult",
@@ -56,7 +56,6 @@ __all__ = [
     "student_output",
     "loss",
     "loss_and_grad",
-    "estimation_error",
     "train_gd",
     "run_gd",
     "sweep",
@@ -245,18 +244,6 @@ def _errors(W3, S):
     single = (diff * diff).sum(axis=(1, 2)) / d
     m = Sh.mean(axis=0) - S
     return single, float((m * m).sum()) / d, Sh
-
-
-def estimation_error(S_hat, S) -> float | np.ndarray:
-    r"""``(1/d) ||S_hat - S||_F^2`` (one value per matrix if ``S_hat`` has shape ``(k, d, d)``)."""
-    S = v.finite_array("S", S, ndim=2)
-    S_hat = v.finite_array("S_hat", S_hat)
-    if S_hat.shape[-2:] != S.shape or S_hat.ndim not in (2, 3):
-        raise ValueError(f"S_hat must have shape {tuple(S.shape)} or (k, *{tuple(S.shape)}), got {tuple(S_hat.shape)}")
-    _, S_hat, S = to_common(S_hat, S)
-    diff = S_hat - S
-    e = (diff * diff).sum(axis=(-2, -1)) / S.shape[0]
-    return float(e) if S_hat.ndim == 2 else to_host(e)
 
 
 # ---------------------------------------------------------------------------
@@ -526,15 +513,6 @@ def train_gd(X, y, *, rank: int | None = None, rho: float | None = None, beta: f
         seconds=seconds)
 
 
-def _dtype(dtype):
-    if dtype is None:
-        return np.float32
-    dt = np.dtype(dtype)
-    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
-        raise ValueError(f"dtype must be float32 or float64, got {dtype!r}")
-    return dt.type
-
-
 def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int = 1,
            backend: str | None = None, dtype=None, beta: float = 1.0, n_test: int | None = None,
            return_result: bool = False, **options) -> dict:
@@ -585,7 +563,7 @@ def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int
         raise TypeError(f"seed must be an int or None, got {type(seed).__name__}")
     if seed is not None and seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed}")
-    dt = _dtype(dtype)
+    dt = float_dtype(dtype, np.float32).type
     for bad in ("X", "y", "S", "init", "restarts", "X_test", "y_test"):
         if bad in options:
             raise TypeError(f"run_gd got an unexpected option {bad!r}")

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validate as v
-from .backend import get_array_module, module_named, to_common, to_device
+from .backend import get_array_module, module_named, to_common, to_device, to_host
 from .channels import Channel
 
 __all__ = ["teacher_width", "sample_teacher", "sample_tokens", "attention_indices",
-           "n_samples", "Dataset", "sample_dataset", "index_covariance", "index_excess_kurtosis"]
+           "n_samples", "Dataset", "estimation_error", "sample_dataset", "index_covariance", "index_excess_kurtosis"]
 
 
 def teacher_width(d: int, rho: float) -> int:
@@ -181,3 +181,15 @@ def index_excess_kurtosis(S) -> tuple[float, float]:
     t2 = float(xp.trace(S2))
     t4 = float(xp.sum(S2 * S2))
     return 6 * t4 / t2**2, 12 * t4 / t2**2
+
+
+def estimation_error(S_hat, S) -> float | np.ndarray:
+    r"""``(1/d) ||S_hat - S||_F^2`` (one value per matrix if ``S_hat`` has shape ``(k, d, d)``)."""
+    S = v.finite_array("S", S, ndim=2)
+    S_hat = v.finite_array("S_hat", S_hat)
+    if S_hat.shape[-2:] != S.shape or S_hat.ndim not in (2, 3):
+        raise ValueError(f"S_hat must have shape {tuple(S.shape)} or (k, *{tuple(S.shape)}), got {tuple(S_hat.shape)}")
+    _, S_hat, S = to_common(S_hat, S)
+    diff = S_hat - S
+    e = (diff * diff).sum(axis=(-2, -1)) / S.shape[0]
+    return float(e) if S_hat.ndim == 2 else to_host(e)

@@ -60,12 +60,11 @@ __all__ = [
     "linear_shrinkage",
     "sample_goe",
     "sample_denoising",
-    "spectral_error",
 ]
 
 # Range in which the scalar routines are tested to full accuracy (wider values
 # are accepted and computed with the same formulas, outside the tested range).
-RHO_RANGE = (1e-4, 1e4)
+RHO_RANGE = v.RHO_RANGE
 DELTA_RANGE = (1e-12, 1e12)
 
 _GL_N = 16
@@ -73,10 +72,6 @@ _GL_T, _GL_W = np.polynomial.legendre.leggauss(_GL_N)
 
 
 # --------------------------------------------------------------------------- inputs
-def _check_rho(rho) -> float:
-    return v.in_range("rho", v.positive("rho", rho), *RHO_RANGE)
-
-
 def _check_delta(delta) -> float:
     return v.in_range("delta", v.positive("delta", delta), *DELTA_RANGE)
 
@@ -94,7 +89,7 @@ def _real_points(name, x):
 # --------------------------------------------------------------------------- the prior S
 def atom_S(rho) -> float:
     """Mass ``max(0, 1 - rho)`` of the atom at 0 in the spectrum of ``S``."""
-    rho = _check_rho(rho)
+    rho = v.rho(rho)
     return max(0.0, 1.0 - rho)
 
 
@@ -105,7 +100,7 @@ def support_S(rho):
     whose continuous part lives on ``[(1 - sqrt c)^2, (1 + sqrt c)^2]``; with
     ``sqrt c = 1/s`` this gives ``s (1 -+ 1/s)^2 = (s -+ 1)^2 / s``.
     """
-    rho = _check_rho(rho)
+    rho = v.rho(rho)
     s = math.sqrt(rho)
     return ((s - 1.0) ** 2 / s, (s + 1.0) ** 2 / s)
 
@@ -130,7 +125,7 @@ def density_S(x, rho):
     rho : float
         Width ratio ``r/d`` in ``[1e-4, 1e4]``.
     """
-    rho = _check_rho(rho)
+    rho = v.rho(rho)
     x = _real_points("x", x)
     lo, hi = support_S(rho)
     inside = (x > lo) & (x < hi)
@@ -167,7 +162,7 @@ def discriminant_quartic(delta, rho):
     cubic merge); the support is where ``disc < 0`` (a complex pair of roots).
     """
     delta = _check_delta(delta)
-    rho = _check_rho(rho)
+    rho = v.rho(rho)
     s = math.sqrt(rho)
     A, D = delta / s, -1.0
     B = np.array([-1.0 / s, -delta])          # B(z) = -z/s - Delta
@@ -244,7 +239,7 @@ def support(delta, rho):
     points ``g*`` of the inverse ``z(g) = 1/g + R_Y(g)``.
     """
     delta = _check_delta(delta)
-    rho = _check_rho(rho)
+    rho = v.rho(rho)
     e = _edges(delta, rho)[0]
     return [(float(e[2 * k]), float(e[2 * k + 1])) for k in range(len(e) // 2)]
 
@@ -350,7 +345,7 @@ def stieltjes(z, delta, rho):
     complex ndarray of the shape of ``z``.
     """
     delta = _check_delta(delta)
-    rho = _check_rho(rho)
+    rho = v.rho(rho)
     z = to_host(z)
     if z.dtype == object or not np.issubdtype(z.dtype, np.number):
         raise TypeError(f"z must be numeric, got dtype {z.dtype}")
@@ -383,7 +378,7 @@ def hilbert(x, delta, rho):
     outside the support it is the ordinary (real) Stieltjes transform.
     """
     delta = _check_delta(delta)
-    rho = _check_rho(rho)
+    rho = v.rho(rho)
     x = _real_points("x", x)
     return _boundary_values(x.ravel(), delta, rho).real.reshape(x.shape)
 
@@ -391,7 +386,7 @@ def hilbert(x, delta, rho):
 def density(x, delta, rho):
     r"""Spectral density ``mu_Delta(x) = -Im g(x + i0) / pi`` of ``Y = S + sqrt(Delta) Z``."""
     delta = _check_delta(delta)
-    rho = _check_rho(rho)
+    rho = v.rho(rho)
     x = _real_points("x", x)
     return np.maximum(-_boundary_values(x.ravel(), delta, rho).imag / np.pi, 0.0).reshape(x.shape)
 
@@ -580,7 +575,7 @@ def moments(delta, rho):
     Exact values: ``1``, ``sqrt(rho)`` and ``1 + rho + Delta`` (free cumulants add).
     """
     delta = _check_delta(delta)
-    rho = _check_rho(rho)
+    rho = v.rho(rho)
     x, w, g = _quadrature(delta, rho)
     mu = -g.imag / np.pi
     return float(w @ mu), float(w @ (mu * x)), float(w @ (mu * x * x))
@@ -595,7 +590,7 @@ def cdf(x, delta, rho, *, n=2000):
     ``1e-6`` for the default ``n``.
     """
     delta = _check_delta(delta)
-    rho = _check_rho(rho)
+    rho = v.rho(rho)
     n = v.integer("n", n, minimum=10)
     x = _real_points("x", x)
     xs, Fs = [], []
@@ -619,7 +614,7 @@ def integral_density_cubed(delta, rho):
     ``(4 pi^2 / 3) int mu^3 = Phi(mu)`` is Voiculescu's free Fisher information.
     """
     delta = _check_delta(delta)
-    rho = _check_rho(rho)
+    rho = v.rho(rho)
     x, w, g = _quadrature(delta, rho)
     mu = -g.imag / np.pi
     return float(w @ mu**3)
@@ -662,7 +657,7 @@ def mmse(delta, rho):
     -------
     float, or ndarray of the shape of ``delta``.
     """
-    rho = _check_rho(rho)
+    rho = v.rho(rho)
     if np.ndim(delta) == 0:
         return _mmse_one(_check_delta(delta), rho)
     arr = _real_points("delta", delta)
@@ -687,7 +682,7 @@ def mmse_gaussian(delta):
 def rie_eigenvalues(lam, delta, rho):
     r"""The RIE eigenvalue map ``xi(lambda) = lambda - 2 Delta h(lambda)`` (NumPy, vectorised)."""
     delta = _check_delta(delta)
-    rho = _check_rho(rho)
+    rho = v.rho(rho)
     lam = _real_points("lam", lam)
     return lam - 2.0 * delta * hilbert(lam, delta, rho)
 
@@ -711,7 +706,7 @@ def rie(Y, delta, rho):
     Array of the same module and shape as ``Y``.
     """
     delta = _check_delta(delta)
-    rho = _check_rho(rho)
+    rho = v.rho(rho)
     Y = v.symmetric_matrix("Y", Y)
     xp = get_array_module(Y)
     Yf = Y.astype(xp.float64) if Y.dtype != xp.float32 else Y
@@ -727,19 +722,12 @@ def linear_shrinkage(Y, delta, rho):
     Its error per dimension tends to ``Delta/(1 + Delta)`` (:func:`mmse_gaussian`).
     """
     delta = _check_delta(delta)
-    rho = _check_rho(rho)
+    rho = v.rho(rho)
     Y = v.symmetric_matrix("Y", Y)
     xp = get_array_module(Y)
     s = math.sqrt(rho)
     eye = xp.eye(Y.shape[0], dtype=Y.dtype)
     return s * eye + (Y - s * eye) / (1.0 + delta)
-
-
-def spectral_error(S_hat, S):
-    """``(1/d) ||S_hat - S||_F^2`` as a float."""
-    xp, S_hat, S = to_common(S_hat, S)
-    d = S.shape[0]
-    return float(to_host(xp.sum((S_hat - S) ** 2))) / d
 
 
 # --------------------------------------------------------------------------- sampling
@@ -763,7 +751,7 @@ def sample_denoising(d, delta, rho, seed=None):
 
     d = v.integer("d", d, minimum=2)
     delta = v.positive("delta", delta)
-    rho = _check_rho(rho)
+    rho = v.rho(rho)
     rng = v.generator(seed)
     S = to_host(sample_teacher(d, rho, rng, backend="numpy"))
     Y = S + math.sqrt(delta) * sample_goe(d, rng)

@@ -163,10 +163,6 @@ def effective_alpha(alpha: float, T: int, channel="softmax") -> float:
     return k * alpha
 
 
-def _check_rho(rho, allow_inf=True) -> float:
-    return v.positive("rho", rho, allow_inf=allow_inf)
-
-
 def prior_mmse(rho: float, mmse=None):
     """Return ``Delta -> mmse_S(Delta)`` for the width ratio ``rho``.
 
@@ -174,7 +170,7 @@ def prior_mmse(rho: float, mmse=None):
     ``mmse`` (a callable ``mmse(delta, rho)``) replaces :func:`aimlib.rmt.mmse`.
     The edge cases ``Delta = 0`` (``0``) and ``Delta = inf`` (``1``) are handled here.
     """
-    rho = _check_rho(rho)
+    rho = v.rho(rho, allow_inf=True)
     if math.isinf(rho):
         base = lambda d: d / (1.0 + d)  # noqa: E731
     else:
@@ -247,7 +243,7 @@ def perfect_recovery_threshold(rho: float, T: int, channel="softmax", *, beta: f
     channel : str or Channel
         ``'softmax'`` (``k = T^2+T-2``) or ``'linear'`` (``k = T(T+1)``), noiseless.
     """
-    rho = _check_rho(rho)
+    rho = v.rho(rho, allow_inf=True)
     T = v.integer("T", T, minimum=1)
     ch = make_se_channel(channel, beta=beta)
     k = _linear_k(ch, T)
@@ -358,7 +354,7 @@ def _resolve_method(method: str, ch: Channel, T: int) -> str:
 
 def _common(alpha, T, rho, channel, beta, noise, method):
     T = v.integer("T", T, minimum=1)
-    rho = _check_rho(rho)
+    rho = v.rho(rho, allow_inf=True)
     ch = make_se_channel(channel, beta=beta, noise=noise)
     meth = _resolve_method(method, ch, T)
     if meth == "iterate" and math.isinf(rho):
@@ -624,7 +620,7 @@ def prior_free_entropy(qhat: float, rho: float, *, mmse=None) -> float:
     ``q = (1/d) E Tr(S E[S|Y]) = Q0 - mmse_S(1/qhat)``.
     """
     qhat = v.nonnegative("qhat", qhat)
-    rho = _check_rho(rho, allow_inf=False)
+    rho = v.rho(rho)
     m = prior_mmse(rho, mmse)
     return ((1.0 + rho) * qhat - _integral_mmse(qhat, m)) / 4.0
 
@@ -640,7 +636,7 @@ def output_free_entropy(q: float, channel="softmax", *, T: int = 2, rho: float =
     * any other channel: ``(1/4) int_0^q F_out(s) ds`` (from ``dPsi_out/dq = F_out/4``).
     """
     T = v.integer("T", T, minimum=1)
-    rho = _check_rho(rho, allow_inf=False)
+    rho = v.rho(rho)
     Q0 = 1.0 + rho
     q = v.in_range("q", q, 0.0, Q0)
     V = Q0 - q

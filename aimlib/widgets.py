@@ -68,6 +68,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError("aimlib.widgets needs ipywidgets and IPython (pip install aimlib[widgets])") from exc
 
 from .errors import ConvergenceError
+from .model import estimation_error
 
 __all__ = ["Panel", "se_panel", "phase_panel", "noise_panel", "spectrum_panel", "amp_panel",
            "playground", "render_png", "clear_caches"]
@@ -253,7 +254,7 @@ def spectrum_sample_cached(d: int, delta: float, rho: float, seed: int) -> dict:
     lam, U = np.linalg.eigh(Y)
     oracle = np.einsum("ij,ik,kj->j", U, S, U)  # u_i^T S u_i
     S_hat = rmt.rie(Y, delta, rho)
-    return {"eigenvalues": lam, "oracle": oracle, "rie_error": rmt.spectral_error(S_hat, S)}
+    return {"eigenvalues": lam, "oracle": oracle, "rie_error": estimation_error(S_hat, S)}
 
 
 def clear_caches() -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aimlib import rmt
+from aimlib import model, rmt
 
 
 def bench_mmse(rho: float, n: int = 200) -> dict:
@@ -46,7 +46,7 @@ def bench_rie(d: int, rho: float = 0.5, delta: float = 0.5, repeats: int = 3) ->
         S_hat = rmt.rie(Y, delta, rho)
         times.append(time.perf_counter() - t0)
     return {"d": d, "rho": rho, "delta": delta, "seconds_median": float(np.median(times)),
-            "error": rmt.spectral_error(S_hat, S), "mmse": rmt.mmse(delta, rho)}
+            "error": model.estimation_error(S_hat, S), "mmse": rmt.mmse(delta, rho)}
 
 
 def main() -> None:

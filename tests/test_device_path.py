@@ -221,8 +221,8 @@ def test_rmt_estimators_on_the_device(strict_cupy):
     _same(S_rie, rmt.rie(Y, 0.5, 0.5), "device")
     _same(rmt.linear_shrinkage(Yd, 0.5, 0.5), rmt.linear_shrinkage(Y, 0.5, 0.5), "device")
     # the error of a device estimate against the host teacher of sample_denoising
-    _same(rmt.spectral_error(S_rie, S), rmt.spectral_error(rmt.rie(Y, 0.5, 0.5), S), "host")
-    _same(rmt.spectral_error(S_rie, to_device(S, strict_cupy)), rmt.spectral_error(rmt.rie(Y, 0.5, 0.5), S),
+    _same(model.estimation_error(S_rie, S), model.estimation_error(rmt.rie(Y, 0.5, 0.5), S), "host")
+    _same(model.estimation_error(S_rie, to_device(S, strict_cupy)), model.estimation_error(rmt.rie(Y, 0.5, 0.5), S),
           "host")
 
 
@@ -285,8 +285,8 @@ def test_gd_functions_of_device_arrays(strict_cupy):
     # targets on the host, tokens on the device: the computation follows the tokens
     _same(gd.loss_and_grad(Xd, data.y, Wd, 1.5), (L, g), "device")
     S_hat = gd.student_matrix(W)
-    _same(gd.estimation_error(to_device(S_hat, strict_cupy), data.S), gd.estimation_error(S_hat, data.S), "host")
-    _same(gd.estimation_error(S_hat[0], to_device(data.S, strict_cupy)), gd.estimation_error(S_hat[0], data.S),
+    _same(model.estimation_error(to_device(S_hat, strict_cupy), data.S), model.estimation_error(S_hat, data.S), "host")
+    _same(model.estimation_error(S_hat[0], to_device(data.S, strict_cupy)), model.estimation_error(S_hat[0], data.S),
           "host")
 
 
@@ -304,7 +304,7 @@ def test_train_gd_on_the_device(strict_cupy, kw):
     # host targets and a host teacher next to device tokens
     _same(gd.train_gd(data.X, ref_data.y, S=ref_data.S, X_test=Xt, y_test=yt, **opts), ref, "host")
     # the averaged estimate (host) against the device teacher
-    _same(gd.estimation_error(dev.S_mean, data.S), ref.mmse_averaged, "host")
+    _same(model.estimation_error(dev.S_mean, data.S), ref.mmse_averaged, "host")
 
 
 def test_run_gd_on_the_device(strict_cupy):

@@ -107,7 +107,7 @@ def test_averaging_reduces_the_error(backend):
     Sh, d = res.S_hat, ds.d
     spread = sum(np.sum((Sh[i] - Sh[j]) ** 2) for i in range(k) for j in range(k)) / d
     assert np.isclose(res.mmse_averaged, single.mean() - spread / (2 * k * k), rtol=1e-8)
-    assert np.isclose(res.mmse_averaged, gd.estimation_error(res.S_mean, ds.S))
+    assert np.isclose(res.mmse_averaged, model.estimation_error(res.S_mean, ds.S))
     assert np.isclose(res.mmse_averaged_curve[-1], res.mmse_averaged)
 
 

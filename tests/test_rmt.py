@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from aimlib import rmt
+from aimlib import model, rmt
 from aimlib.backend import get_array_module, to_device, to_host
 
 pytestmark = pytest.mark.filterwarnings("error")
@@ -230,9 +230,9 @@ def test_rie_map_identity_on_support():
 def test_rie_error_matches_mmse(rho, delta):
     d = 600
     S, Y = rmt.sample_denoising(d, delta, rho, seed=11)
-    err = rmt.spectral_error(rmt.rie(Y, delta, rho), S)
+    err = model.estimation_error(rmt.rie(Y, delta, rho), S)
     assert err == pytest.approx(rmt.mmse(delta, rho), rel=0.04)
-    lin = rmt.spectral_error(rmt.linear_shrinkage(Y, delta, rho), S)
+    lin = model.estimation_error(rmt.linear_shrinkage(Y, delta, rho), S)
     assert lin == pytest.approx(rmt.mmse_gaussian(delta), rel=0.04)
     assert err < lin - 0.01
 
