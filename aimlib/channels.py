@@ -19,7 +19,24 @@ import numpy as np
 from . import _validate as v
 from .backend import get_array_module, to_common
 
-__all__ = ["Channel", "Softmax", "Hardmax", "Linear", "make_channel", "CHANNELS"]
+__all__ = ["Channel", "Softmax", "Hardmax", "Linear", "make_channel", "CHANNELS", "row_softmax", "softmax_k"]
+
+
+def row_softmax(z):
+    """Row-wise softmax ``exp(z_ab) / sum_c exp(z_ac)`` over the last axis (max-shifted, any backend)."""
+    xp = get_array_module(z)
+    z = z - z.max(axis=-1, keepdims=True)
+    e = xp.exp(z)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def softmax_k(T: int) -> int:
+    """``k = T^2 + T - 2``: twice the number of exact linear measurements of ``S`` in one softmax sample.
+
+    The noiseless softmax has ``F_out = k / V`` and ``alpha_bar = k alpha``.
+    """
+    T = v.integer("T", T, minimum=1)
+    return T * T + T - 2
 
 
 class Channel:
@@ -145,11 +162,7 @@ class Softmax(Channel):
         return f"beta={self.beta:g}, " + super()._params()
 
     def clean(self, h):
-        xp = get_array_module(h)
-        z = self.beta * h
-        z = z - z.max(axis=-1, keepdims=True)
-        e = xp.exp(z)
-        return e / e.sum(axis=-1, keepdims=True)
+        return row_softmax(self.beta * h)
 
     # -- Bayes side (noiseless) ------------------------------------------
     #
@@ -254,7 +267,7 @@ class Softmax(Channel):
             from . import noisy_softmax
 
             return noisy_softmax.fisher(q, Q0, self.beta, self.noise)
-        k = T * T + T - 2
+        k = softmax_k(T)
         if k == 0:
             return 0.0
         return float("inf") if V == 0 else k / V
