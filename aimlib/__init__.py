@@ -5,25 +5,40 @@ Modules
 backend
     NumPy/CuPy selection (one code path for CPU and GPU).
 channels
-    Output channels ``y = g(h)`` and their Bayes side (``log Z_out``, ``g_out``, ``F_out``).
+    Output channels ``y = g(h)`` and their Bayes side, one module per channel
+    (``channels.softmax``, ``channels.softmax_noisy``, ``channels.hardmax``, ``channels.linear``).
 model
-    Sampling teachers, tokens, attention indices and data sets.
+    Sampling teachers, tokens, attention indices (one or several per sample) and data sets.
 rmt
     Random-matrix toolkit: spectra, free convolution, the RIE and the prior MMSE.
-hardmax
-    The hardmax channel for ``T = 2``: orthant probabilities, ``g_out``, ``F_out``.
 state_evolution
     Replica-symmetric fixed points, thresholds, free entropy, generalization error.
 amp
     GAMP-RIE, the message-passing algorithm that tracks the state evolution.
 gd
     Gradient descent on attention students, with averaging over restarts.
+sweep
+    Parameter sweeps with a resumable result store (needs the ``sweep`` extra).
 widgets
-    Interactive ipywidgets panels (imported on demand: needs ipywidgets and matplotlib).
+    Interactive ipywidgets panels (needs the ``widgets`` extra).
+cli
+    The command line, ``python -m aimlib``.
+
+``sweep``, ``widgets`` and ``cli`` are imported on first access (``aimlib.sweep``).
 """
-from . import amp, backend, channels, gd, hardmax, model, rmt, state_evolution
+import importlib
+
+from . import amp, backend, channels, gd, model, rmt, state_evolution
 from .errors import ConvergenceError
 
 __version__ = "0.1.0"
-__all__ = ["amp", "backend", "channels", "gd", "hardmax", "model", "rmt", "state_evolution",
+_ON_DEMAND = ("sweep", "widgets", "cli")
+__all__ = ["amp", "backend", "channels", "gd", "model", "rmt", "state_evolution", *_ON_DEMAND,
            "ConvergenceError", "__version__"]
+
+
+def __getattr__(name):
+    """Import the optional submodules (``sweep``, ``widgets``, ``cli``) on first access."""
+    if name in _ON_DEMAND:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'aimlib' has no attribute {name!r}")

@@ -1,4 +1,4 @@
-"""One place that chooses the array library: CuPy on a GPU, NumPy otherwise.
+"""One place that chooses the array library: CuPy when it sees a GPU, NumPy otherwise.
 
 Every array routine in :mod:`aimlib` asks :func:`get_array_module` for the
 module that owns its inputs and then calls only that module, so the NumPy and
@@ -10,10 +10,12 @@ through :func:`to_host`.
 Environment
 -----------
 ``AIMLIB_BACKEND``
-    ``numpy`` forces NumPy even where CuPy is installed; ``cupy`` makes
-    :func:`default_module` return CuPy (and fails loudly if CuPy cannot be
-    used).  Unset: CuPy is used for new arrays only if it imports and sees a
-    GPU.
+    Unset (or ``auto``): arrays that :mod:`aimlib` creates from scratch live on
+    the GPU when CuPy imports and sees one, on the host otherwise.
+    ``numpy`` is the opt-out (NumPy even where a GPU is present); ``cupy``
+    insists on CuPy and fails with :class:`BackendError` where it cannot run.
+
+Arrays passed in by the caller are never moved: a routine follows its inputs.
 """
 from __future__ import annotations
 
@@ -31,7 +33,13 @@ __all__ = [
     "to_common",
     "backend_name",
     "float_dtype",
+    "BackendError",
 ]
+
+
+class BackendError(ValueError):
+    """The array backend that was asked for cannot be used on this machine."""
+
 
 _CUPY = None
 _CUPY_CHECKED = False
@@ -67,17 +75,19 @@ def cupy_available() -> bool:
 def default_module():
     """The array module for arrays that :mod:`aimlib` creates from scratch.
 
-    NumPy unless ``AIMLIB_BACKEND=cupy``; with that setting CuPy must work.
+    ``AIMLIB_BACKEND`` unset or ``auto``: CuPy if it sees a GPU, else NumPy;
+    ``numpy``: NumPy; ``cupy``: CuPy, which must work.
     """
-    choice = os.environ.get("AIMLIB_BACKEND", "numpy").lower()
-    if choice not in ("numpy", "cupy"):
-        raise ValueError(f"AIMLIB_BACKEND must be 'numpy' or 'cupy', got {choice!r}")
-    if choice == "cupy":
-        cp = _load_cupy()
-        if cp is None:
-            raise RuntimeError("AIMLIB_BACKEND=cupy but CuPy is not usable on this machine")
-        return cp
-    return np
+    choice = os.environ.get("AIMLIB_BACKEND", "auto").lower() or "auto"
+    if choice not in ("auto", "numpy", "cupy"):
+        raise ValueError(f"AIMLIB_BACKEND must be 'auto', 'numpy' or 'cupy', got {choice!r}")
+    if choice == "numpy":
+        return np
+    cp = _load_cupy()
+    if cp is None and choice == "cupy":
+        raise BackendError("AIMLIB_BACKEND=cupy but CuPy is not usable on this machine "
+                           "(not installed, or no GPU); unset it to run on NumPy")
+    return np if cp is None else cp
 
 
 def module_named(name: str | None):
@@ -89,7 +99,8 @@ def module_named(name: str | None):
     if name == "cupy":
         cp = _load_cupy()
         if cp is None:
-            raise RuntimeError("backend='cupy' was asked for but CuPy is not usable on this machine")
+            raise BackendError("backend must be 'numpy' here: 'cupy' was asked for but CuPy is not "
+                               "usable on this machine (not installed, or no GPU)")
         return cp
     raise ValueError(f"backend must be 'numpy' or 'cupy', got {name!r}")
 

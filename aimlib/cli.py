@@ -39,20 +39,18 @@ Both take ``--backend numpy|cupy`` and ``--dtype float32|float64``.
     A bad spec exits with status 2 and one line naming the field; runs that
     fail (no row written) make the exit status 1.
 
-Bad arguments exit with status 2 and one line on stderr (argparse errors and
-the library's ``ValueError``/``TypeError`` alike); a solver that does not
-converge exits with status 1.
+Exit status (every command): 0 a result, 1 a solver failure (no convergence
+within the iteration cap, divergence, an inconsistent final state; the rule of
+:mod:`aimlib.errors`), 2 bad input (one line on stderr naming the parameter:
+argparse errors and the library's ``ValueError``/``TypeError`` alike).  An
+option that a command or channel does not use is refused, not ignored.
 
 Extending
 ---------
-* A channel for ``se`` is an entry of :data:`SE_SOLVERS`: a factory
-  ``args -> (alphas -> SECurve)``.  The default factory builds the channel
-  by name and runs :func:`aimlib.state_evolution.curve`, which is generic
-  over ``Channel.fisher``; so a channel whose Bayes side exists works as soon
-  as it is registered in :mod:`aimlib.channels`.
-* A threshold is an entry of :data:`THRESHOLDS`: ``args -> float``.
-* A new command is an entry of :data:`COMMANDS`: ``name -> (help,
-  add_arguments(parser), run(args) -> int)``; :func:`register_command` adds one.
+A new command is an entry of :data:`COMMANDS`: ``name -> (help,
+add_arguments(parser), run(args) -> int)``; :func:`register_command` adds one.
+Channels come from :func:`aimlib.channels.make_channel`, so a channel whose
+Bayes side exists works in ``se`` and ``amp`` as soon as it is registered there.
 """
 from __future__ import annotations
 
@@ -63,7 +61,7 @@ from typing import Callable
 
 from .errors import ConvergenceError
 
-__all__ = ["main", "build_parser", "register_command", "COMMANDS", "SE_SOLVERS", "THRESHOLDS"]
+__all__ = ["main", "build_parser", "register_command", "COMMANDS"]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -78,39 +76,44 @@ class UsageError(ValueError):
 
 
 # ---------------------------------------------------------------------------
-# se
+# se and threshold
 # ---------------------------------------------------------------------------
 
-def _default_se_factory(args) -> Callable:
-    from . import state_evolution as se
+class _Once(argparse.Action):
+    """Store an option's value, refusing a second occurrence (``--alpha 1 --alpha 2``)."""
 
-    ch = se.make_se_channel(args.channel, beta=args.beta, noise=args.noise)
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, "_given_" + self.dest, False):
+            parser.error(f"{option_string} given twice; list every value after one {option_string}")
+        setattr(namespace, "_given_" + self.dest, True)
+        setattr(namespace, self.dest, values)
 
-    def run(alphas):
-        return se.curve(alphas, ch, T=args.T, rho=args.rho, method=args.method)
 
-    return run
-
-
-#: channel name -> factory(args) returning ``alphas -> SECurve``
-SE_SOLVERS: dict[str, Callable] = {
-    "softmax": _default_se_factory,
-    "linear": _default_se_factory,
-    "hardmax": _default_se_factory,
-}
+def _add_channel(p):
+    p.add_argument("--channel", default="softmax", choices=["softmax", "hardmax", "linear"],
+                   help="output channel (default: softmax)")
+    p.add_argument("--beta", type=float, default=None, action=_Once,
+                   help="softmax inverse temperature (softmax only; default: 1)")
+    p.add_argument("--noise", type=float, default=None, action=_Once,
+                   help="label-noise variance Delta_out (default: 0)")
 
 
 def _add_common(p):
-    p.add_argument("--channel", default="softmax", help="output channel (default: softmax)")
-    p.add_argument("--T", type=int, default=2, help="sequence length T (default: 2)")
-    p.add_argument("--rho", type=float, default=0.5, help="width ratio rho = r/d (default: 0.5)")
-    p.add_argument("--beta", type=float, default=1.0, help="softmax inverse temperature (default: 1)")
-    p.add_argument("--noise", type=float, default=0.0, help="label-noise variance Delta_out (default: 0)")
+    _add_channel(p)
+    p.add_argument("--T", type=int, default=2, action=_Once, help="sequence length T >= 2 (default: 2)")
+    p.add_argument("--rho", type=float, default=0.5, action=_Once, help="width ratio rho = r/d (default: 0.5)")
+
+
+def _channel(args):
+    from .channels import make_channel
+
+    return make_channel(args.channel, beta=args.beta, noise=args.noise)
 
 
 def _se_arguments(p):
     _add_common(p)
-    p.add_argument("--alpha", type=float, nargs="+", required=True, help="sample complexities alpha = n/d^2")
+    p.add_argument("--alpha", type=float, nargs="+", required=True, action=_Once,
+                   help="sample complexities alpha = n/d^2")
     p.add_argument("--method", default="auto", choices=["auto", "closed", "iterate"],
                    help="closed form (noiseless softmax/linear) or SE iteration (default: auto)")
 
@@ -120,57 +123,28 @@ def _fmt(x: float) -> str:
 
 
 def _se_run(args) -> int:
-    if args.channel not in SE_SOLVERS:
-        raise UsageError(f"--channel must be one of {sorted(SE_SOLVERS)}, got {args.channel!r}")
-    res = SE_SOLVERS[args.channel](args)(args.alpha)
+    from . import state_evolution as se
+
+    res = se.curve(args.alpha, _channel(args), T=args.T, rho=args.rho, method=args.method)
     lines = ["alpha,mmse,q"]
     lines += [f"{_fmt(a)},{_fmt(m)},{_fmt(q)}" for a, m, q in zip(res.alpha, res.mmse, res.q)]
     print("\n".join(lines))
     return 0
 
 
-# ---------------------------------------------------------------------------
-# threshold
-# ---------------------------------------------------------------------------
-
-def _pr_threshold(args) -> float:
-    from . import state_evolution as se
-
-    return se.perfect_recovery_threshold(args.rho, args.T, se.make_se_channel(
-        args.channel, beta=args.beta, noise=args.noise))
-
-
-def _hardmax_threshold(args) -> float:
-    if args.rho != 0:
-        raise UsageError("--channel hardmax has no perfect-recovery threshold; its weak-recovery "
-                         "threshold (in alpha_bar = alpha/rho) is defined for --rho 0")
-    try:
-        from . import hardmax
-    except ImportError:
-        hardmax = None
-    fn = getattr(hardmax, "weak_recovery_threshold", None)
-    if fn is None:
-        raise UsageError("the hardmax weak-recovery threshold is not available "
-                         "(aimlib.hardmax.weak_recovery_threshold is missing)")
-    return float(fn())
-
-
-#: channel name -> args -> threshold value
-THRESHOLDS: dict[str, Callable] = {
-    "softmax": _pr_threshold,
-    "linear": _pr_threshold,
-    "hardmax": _hardmax_threshold,
-}
-
-
-def _threshold_arguments(p):
-    _add_common(p)
-
-
 def _threshold_run(args) -> int:
-    if args.channel not in THRESHOLDS:
-        raise UsageError(f"--channel must be one of {sorted(THRESHOLDS)}, got {args.channel!r}")
-    print(_fmt(THRESHOLDS[args.channel](args)))
+    """Perfect recovery (noiseless softmax/linear), or the hardmax weak recovery at ``rho -> 0``."""
+    from . import state_evolution as se
+    from .channels import hardmax
+
+    ch = _channel(args)
+    if args.channel != "hardmax":
+        print(_fmt(se.perfect_recovery_threshold(args.rho, args.T, ch)))
+        return 0
+    if args.rho != 0 or args.T != 2 or ch.noise != 0:
+        raise UsageError("--channel hardmax has no perfect-recovery threshold; its weak-recovery "
+                         "threshold (in alpha_bar = alpha/rho) is defined for --rho 0, --T 2, no --noise")
+    print(_fmt(hardmax.weak_recovery_threshold()))
     return 0
 
 
@@ -184,12 +158,12 @@ def _print_row(columns: list[str], row: dict) -> None:
 
 
 def _run_arguments(p):
-    p.add_argument("--T", type=int, default=2, help="sequence length T (default: 2)")
-    p.add_argument("--rho", type=float, default=0.5, help="width ratio rho = r/d (default: 0.5)")
-    p.add_argument("--beta", type=float, default=1.0, help="softmax inverse temperature (default: 1)")
-    p.add_argument("--alpha", type=float, required=True, help="sample complexity alpha = n/d^2")
-    p.add_argument("--d", type=int, required=True, help="dimension d")
-    p.add_argument("--seed", type=int, default=0, help="seed of the data and of the run (default: 0)")
+    p.add_argument("--T", type=int, default=2, action=_Once, help="sequence length T (default: 2)")
+    p.add_argument("--rho", type=float, default=0.5, action=_Once, help="width ratio rho = r/d (default: 0.5)")
+    p.add_argument("--alpha", type=float, required=True, action=_Once, help="sample complexity alpha = n/d^2")
+    p.add_argument("--d", type=int, required=True, action=_Once, help="dimension d")
+    p.add_argument("--seed", type=int, default=0, action=_Once,
+                   help="seed of the data and of the run (default: 0)")
     p.add_argument("--backend", choices=["numpy", "cupy"], default=None,
                    help="array backend (default: numpy unless AIMLIB_BACKEND=cupy)")
     p.add_argument("--dtype", choices=["float32", "float64"], default=None,
@@ -198,17 +172,14 @@ def _run_arguments(p):
 
 def _amp_arguments(p):
     _run_arguments(p)
-    p.add_argument("--channel", default="softmax", help="output channel (default: softmax)")
-    p.add_argument("--noise", type=float, default=0.0, help="label-noise variance Delta_out (default: 0)")
+    _add_channel(p)
     p.add_argument("--max-iter", type=int, default=300, help="iteration cap (default: 300)")
 
 
 def _amp_run(args) -> int:
     from . import amp
-    from . import state_evolution as se
 
-    channel = se.make_se_channel(args.channel, beta=args.beta, noise=args.noise)
-    row = amp.run_amp(channel, args.T, args.rho, args.alpha, args.d, args.seed, backend=args.backend,
+    row = amp.run_amp(_channel(args), args.T, args.rho, args.alpha, args.d, args.seed, backend=args.backend,
                       dtype=args.dtype, max_iter=args.max_iter)
     _print_row(["alpha", "d", "seed", "mmse", "iterations", "seconds"], row)
     return 0
@@ -216,6 +187,8 @@ def _amp_run(args) -> int:
 
 def _gd_arguments(p):
     _run_arguments(p)
+    p.add_argument("--beta", type=float, default=1.0, action=_Once,
+                   help="softmax inverse temperature (default: 1)")
     p.add_argument("--restarts", type=int, default=1, help="students averaged (default: 1)")
     p.add_argument("--steps", type=int, default=1000, help="Adam steps (default: 1000)")
 
@@ -302,8 +275,7 @@ def _sweep_run(args) -> int:
 #: command -> (help, add_arguments(parser), run(args) -> exit status)
 COMMANDS: dict[str, tuple[str, Callable, Callable]] = {
     "se": ("state-evolution fixed points as CSV (alpha,mmse,q)", _se_arguments, _se_run),
-    "threshold": ("perfect-recovery (or hardmax weak-recovery) threshold", _threshold_arguments,
-                  _threshold_run),
+    "threshold": ("perfect-recovery (or hardmax weak-recovery) threshold", _add_common, _threshold_run),
     "amp": ("one GAMP-RIE run at finite d as CSV (alpha,d,seed,mmse,iterations,seconds)",
             _amp_arguments, _amp_run),
     "gd": ("gradient descent at finite d, single and averaged over restarts, as CSV",
@@ -331,7 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    """Run the command line; return the exit status (0 ok, 1 no convergence, 2 bad arguments)."""
+    """Run the command line; return the exit status (0 a result, 1 a solver failure, 2 bad input)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     prog = f"python -m aimlib {args.command}"

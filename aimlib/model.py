@@ -7,6 +7,9 @@ Conventions (book, chapter "The model"):
 * teacher: ``S = W W^T / sqrt(r d)`` with ``W`` of shape ``(d, r)``, i.i.d.
   ``N(0, 1)``, and width ratio ``rho = r / d``;
 * attention indices: ``h_ab = x_a^T S x_b / sqrt(d) - delta_ab Tr(S) / sqrt(d)``;
+* several indices per sample: a channel that reads ``L`` index matrices
+  (``channel.n_indices``) gets ``L`` independent teachers ``S_l`` of width
+  ratios ``rho_l``, stacked as ``(L, d, d)``, and indices of shape ``(n, L, T, T)``;
 * output: ``y = g(h)`` for a channel ``g`` from :mod:`aimlib.channels`;
 * sample complexity: ``alpha = n / d^2``.
 """
@@ -27,7 +30,7 @@ __all__ = ["teacher_width", "sample_teacher", "sample_tokens", "attention_indice
 def teacher_width(d: int, rho: float) -> int:
     """The integer width ``r = round(rho d)`` (at least 1) of a teacher of ratio ``rho``."""
     d = v.integer("d", d, minimum=1)
-    rho = v.positive("rho", rho)
+    rho = v.rho(rho)
     return max(1, int(round(rho * d)))
 
 
@@ -51,6 +54,7 @@ def sample_teacher(d: int, rho: float, seed=None, *, backend: str | None = None,
         Symmetric, positive semi-definite, with ``Tr(S)/d -> sqrt(rho)`` and
         ``Tr(S^2)/d -> 1 + rho``.
     """
+    rho = v.rho(rho)
     r = teacher_width(d, rho)
     W = v.generator(seed).standard_normal((d, r))
     xp = module_named(backend)
@@ -75,17 +79,20 @@ def attention_indices(X, S):
     ----------
     X : array of shape (n, T, d)
         Token sequences.
-    S : array of shape (d, d)
-        Symmetric key-query matrix.
+    S : array of shape (d, d), or (L, d, d) for ``L`` teachers
+        Symmetric key-query matrix (matrices).
 
     Returns
     -------
-    h : array of shape (n, T, T)
+    h : array of shape (n, T, T), or (n, L, T, T)
         Symmetric in its last two axes.  The trace subtraction removes the
         ``O(sqrt(d))`` mean of the diagonal, so every entry is ``O(1)``.
         A CuPy array if ``X`` or ``S`` is one.
     """
     X = v.finite_array("X", X, ndim=3)
+    if getattr(S, "ndim", None) == 3:
+        xp = get_array_module(X, S)
+        return xp.stack([attention_indices(X, S[i]) for i in range(S.shape[0])], axis=1)
     S = v.symmetric_matrix("S", S)
     d = X.shape[-1]
     if S.shape[0] != d:
@@ -106,7 +113,11 @@ def n_samples(alpha: float, d: int) -> int:
 
 @dataclass
 class Dataset:
-    """A sampled AIM data set: teacher ``S``, tokens ``X``, indices ``h``, outputs ``y``."""
+    """A sampled AIM data set: teacher ``S``, tokens ``X``, indices ``h``, outputs ``y``.
+
+    With ``L > 1`` indices per sample, ``S`` has shape ``(L, d, d)``, ``h`` shape
+    ``(n, L, T, T)`` and ``rho`` is a tuple of ``L`` width ratios.
+    """
 
     S: object
     X: object
@@ -114,7 +125,7 @@ class Dataset:
     y: object
     channel: Channel
     alpha: float
-    rho: float
+    rho: float | tuple
 
     @property
     def n(self) -> int:
@@ -131,20 +142,27 @@ class Dataset:
 
 def sample_dataset(alpha: float, d: int, T: int, rho: float, channel: Channel, seed=None,
                    *, backend: str | None = None, dtype=np.float64) -> Dataset:
-    """Sample teacher, ``n = round(alpha d^2)`` sequences and their outputs.
+    """Sample teacher(s), ``n = round(alpha d^2)`` sequences and their outputs.
 
-    One seed drives all draws (teacher, tokens, label noise) through a single
-    Generator, so the data set is reproducible on every backend.
+    One seed drives all draws (teachers in layer order, tokens, label noise)
+    through a single Generator, so the data set is reproducible on every backend.
+    ``rho`` is one width ratio, or ``channel.n_indices`` of them.
     """
     if not isinstance(channel, Channel):
         raise TypeError(f"channel must be an aimlib.channels.Channel, got {type(channel).__name__}")
     rng = v.generator(seed)
     n = n_samples(alpha, d)
-    S = sample_teacher(d, rho, rng, backend=backend, dtype=dtype)
+    L = channel.n_indices
+    rhos = (rho,) if L == 1 else tuple(np.atleast_1d(np.asarray(rho, dtype=float)).tolist())
+    if len(rhos) != L:
+        raise ValueError(f"rho must hold {L} width ratios (one per index of {channel!r}), got {len(rhos)}")
+    teachers = [sample_teacher(d, r, rng, backend=backend, dtype=dtype) for r in rhos]
+    S = teachers[0] if L == 1 else get_array_module(teachers[0]).stack(teachers)
     X = sample_tokens(n, T, d, rng, backend=backend, dtype=dtype)
     h = attention_indices(X, S)
     y = channel(h, rng)
-    return Dataset(S=S, X=X, h=h, y=y, channel=channel, alpha=float(alpha), rho=float(rho))
+    return Dataset(S=S, X=X, h=h, y=y, channel=channel, alpha=float(alpha),
+                   rho=float(rho) if L == 1 else tuple(float(r) for r in rhos))
 
 
 def index_covariance(S, S_prime=None) -> float:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aimlib import hardmax as hm
+from aimlib.channels import hardmax as hm
 from aimlib import state_evolution as se
 
 

@@ -16,6 +16,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "_build"
+# The suite's default backend is explicit: arrays created from scratch follow
+# AIMLIB_TEST_BACKEND, not whatever GPU the machine happens to have.
+os.environ.setdefault("AIMLIB_BACKEND", "cupy" if os.environ.get("AIMLIB_TEST_BACKEND") == "cupy" else "numpy")
 
 
 @pytest.fixture(scope="session")

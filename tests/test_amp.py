@@ -263,8 +263,10 @@ def test_max_iter_policy(small):
     ch, data = small
     with pytest.raises(ConvergenceError, match="max_iter=2"):
         amp.gamp_rie(data.X, data.y, ch, RHO, max_iter=2, on_max_iter="raise")
+    with pytest.raises(ConvergenceError, match="max_iter=2"):   # the default: not converged is an error
+        amp.gamp_rie(data.X, data.y, ch, RHO, max_iter=2)
     with pytest.warns(RuntimeWarning, match="did not converge"):
-        r = amp.gamp_rie(data.X, data.y, ch, RHO, max_iter=2)
+        r = amp.gamp_rie(data.X, data.y, ch, RHO, max_iter=2, on_max_iter="warn")
     assert not r.converged and r.reason == "max_iter" and r.iterations == 2
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -35,6 +35,43 @@ def test_forcing_numpy(monkeypatch):
     assert backend.default_module() is np
 
 
+def _fake_gpu(monkeypatch, module):
+    """Pretend that CuPy imports and sees a GPU (``module``) or does not (``None``)."""
+    monkeypatch.setattr(backend, "_CUPY", module)
+    monkeypatch.setattr(backend, "_CUPY_CHECKED", True)
+
+
+@pytest.mark.parametrize("setting", [None, "auto", ""])
+def test_default_uses_the_gpu_when_cupy_sees_one(monkeypatch, setting):
+    import strict_cupy
+
+    if setting is None:
+        monkeypatch.delenv("AIMLIB_BACKEND", raising=False)
+    else:
+        monkeypatch.setenv("AIMLIB_BACKEND", setting)
+    _fake_gpu(monkeypatch, strict_cupy)
+    assert backend.default_module() is strict_cupy
+    _fake_gpu(monkeypatch, None)
+    assert backend.default_module() is np
+
+
+def test_numpy_is_the_opt_out_even_with_a_gpu(monkeypatch):
+    import strict_cupy
+
+    _fake_gpu(monkeypatch, strict_cupy)
+    monkeypatch.setenv("AIMLIB_BACKEND", "numpy")
+    assert backend.default_module() is np
+
+
+def test_asking_for_cupy_without_a_gpu_is_a_clear_error(monkeypatch):
+    _fake_gpu(monkeypatch, None)
+    monkeypatch.setenv("AIMLIB_BACKEND", "cupy")
+    with pytest.raises(backend.BackendError, match="CuPy is not usable"):
+        backend.default_module()
+    with pytest.raises(ValueError, match="backend must be 'numpy' here"):
+        backend.module_named("cupy")
+
+
 def test_bad_backend_names(monkeypatch):
     with pytest.raises(ValueError, match="backend must be 'numpy' or 'cupy'"):
         backend.module_named("torch")

@@ -4,24 +4,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aimlib.channels import Channel, Hardmax, Linear, Softmax
+from aimlib.channels import Channel, Hardmax, Linear, NoisySoftmax, Softmax, fisher_mc, sample_indices, sample_se_measure
 
 Q0, Q = 1.5, 0.9
 V = Q0 - Q
 
 
-def _sym_gaussian(rng, n, T, var):
-    """``n`` symmetric T x T matrices with independent entries of variance ``var * sigma2``."""
-    A = np.triu(rng.standard_normal((n, T, T)))
-    A = A + np.triu(A, 1).transpose(0, 2, 1)
-    return A * np.sqrt(var * Channel.sigma2(T))
-
-
 def _draw(channel, T, n, seed):
-    rng = np.random.default_rng(seed)
-    omega = _sym_gaussian(rng, n, T, Q)
-    h = omega + _sym_gaussian(rng, n, T, V)
-    return omega, channel(h, seed=rng), h
+    omega, h, y = sample_se_measure(channel, n, Q, Q0, T, seed)
+    return omega, y, h
 
 
 def _upper(x, T):
@@ -45,9 +36,7 @@ def test_fisher_closed_forms(T):
 @pytest.mark.parametrize("T", [2, 3])
 def test_fisher_matches_monte_carlo(channel, T):
     """F_out = 2 sum_{a<=b} sigma2_ab E[g_ab^2], estimated by Monte Carlo (seeded)."""
-    omega, y, _ = _draw(channel, T, 40000, seed=1)
-    g = channel.g_out(y, omega, V)
-    F = 2 * np.mean(np.sum(_upper(Channel.sigma2(T) * g**2, T), axis=-1))
+    F = fisher_mc(channel, Q, Q0, T, n=40000, seed=1)
     assert F == pytest.approx(channel.fisher(Q, Q0, T), rel=0.03)
 
 
@@ -97,8 +86,8 @@ def test_linear_noiseless_is_gaussian_density():
     """Noiseless identity: Z_out is the density of the independent entries, N(y; omega, V Sigma)."""
     T = 2
     rng = np.random.default_rng(4)
-    omega = _sym_gaussian(rng, 3, T, Q)
-    y = _sym_gaussian(rng, 3, T, 1.0)
+    omega = sample_indices(3, T, Q, rng)
+    y = sample_indices(3, T, 1.0, rng)
     s2 = np.array([2.0, 1.0, 2.0])
     r = _upper(y - omega, T)
     ref = np.sum(-r**2 / (2 * s2 * V) - 0.5 * np.log(2 * np.pi * s2 * V), axis=-1)
@@ -118,14 +107,14 @@ def test_softmax_preimage_and_invariance():
     T = 4
     ch = Softmax(beta=1.7)
     rng = np.random.default_rng(5)
-    h = _sym_gaussian(rng, 3, T, 1.0)
+    h = sample_indices(3, T, 1.0, rng)
     y = ch(h)
     hy = ch.preimage(y)
     assert np.allclose(ch.clean(hy), y)
     shift = hy - h  # a multiple of J
     assert np.allclose(shift, shift[:, :1, :1])
     # the posterior depends on y only: h and h + cJ give the same g_out
-    omega = _sym_gaussian(rng, 3, T, Q)
+    omega = sample_indices(3, T, Q, rng)
     assert np.allclose(ch.g_out(ch(h + 2.5), omega, V), ch.g_out(y, omega, V))
 
 
@@ -156,9 +145,9 @@ def test_bad_inputs():
     with pytest.raises(TypeError, match="T"):
         Linear().fisher(0.1, 1.5, 2.5)
     with pytest.raises(NotImplementedError, match="label noise.*T = 2 only"):
-        Softmax(noise=0.1).fisher(0.5, 1.5, 3)
+        NoisySoftmax(noise=0.1).fisher(0.5, 1.5, 3)
     with pytest.raises(NotImplementedError, match="label noise.*T = 2 only"):
-        Softmax(noise=0.1).g_out(y, np.zeros_like(y), 1.0)
+        NoisySoftmax(noise=0.1).g_out(y, np.zeros_like(y), 1.0)
 
 
 def test_base_class_stubs_raise_clearly():

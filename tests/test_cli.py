@@ -69,7 +69,7 @@ def test_bad_arguments_exit_2_with_one_line(args, word):
 
 
 def test_threshold_hardmax_weak_recovery():
-    from aimlib import hardmax
+    from aimlib.channels import hardmax
 
     p = run("threshold", "--channel", "hardmax", "--rho", "0")
     assert p.returncode == 0, p.stderr

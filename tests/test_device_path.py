@@ -23,7 +23,8 @@ import numpy as np
 import pytest
 import scipy.special
 
-from aimlib import amp, channels, cli, gd, hardmax, model, rmt
+from aimlib import amp, channels, cli, gd, model, rmt
+from aimlib.channels import hardmax
 from aimlib.backend import get_array_module, module_named, to_device, to_host
 
 TOL = dict(rtol=1e-12, atol=1e-12)
@@ -132,7 +133,7 @@ def test_model_sampling_on_the_device(strict_cupy):
     # backend='cupy' documents device results, equal to the NumPy draws of the same seed
     _same(model.sample_teacher(20, 0.5, 3, backend="cupy"), model.sample_teacher(20, 0.5, 3), "device")
     _same(model.sample_tokens(4, 3, 20, 3, backend="cupy"), model.sample_tokens(4, 3, 20, 3), "device")
-    for ch in (channels.Softmax(2.0, noise=0.1), channels.Hardmax(), channels.Linear(noise=0.3)):
+    for ch in (channels.NoisySoftmax(2.0, noise=0.1), channels.Hardmax(), channels.Linear(noise=0.3)):
         dev = model.sample_dataset(0.05, 20, 3, 0.5, ch, 4, backend="cupy")
         ref = model.sample_dataset(0.05, 20, 3, 0.5, ch, 4)
         for name in ("S", "X", "h", "y"):
@@ -156,7 +157,7 @@ def test_model_functions_of_device_arrays(strict_cupy):
 # channels
 # ---------------------------------------------------------------------------
 
-CHANNELS = [channels.Softmax(1.5), channels.Softmax(0.7, noise=0.2), channels.Hardmax(),
+CHANNELS = [channels.Softmax(1.5), channels.NoisySoftmax(0.7, noise=0.2), channels.Hardmax(),
             channels.Hardmax(noise=0.1), channels.Linear(), channels.Linear(noise=0.5)]
 
 
@@ -170,7 +171,7 @@ def test_channel_forward_on_the_device(strict_cupy, ch):
 
 @pytest.mark.parametrize("ch, T", [(channels.Softmax(1.5), 3), (channels.Linear(), 3),
                                    (channels.Linear(noise=0.5), 3), (channels.Hardmax(), 2),
-                                   (channels.Softmax(1.0, noise=0.05), 2)], ids=repr)
+                                   (channels.NoisySoftmax(1.0, noise=0.05), 2)], ids=repr)
 def test_channel_bayes_side_on_the_device(strict_cupy, ch, T):
     rng = np.random.default_rng(7)
     h = rng.standard_normal((25, T, T))
@@ -244,7 +245,7 @@ def test_rmt_spectra_of_device_points(strict_cupy):
 # ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("ch, T, alpha", [(channels.Softmax(), 2, 0.1), (channels.Linear(noise=0.5), 3, 0.05),
-                                          (channels.Hardmax(), 2, 0.4), (channels.Softmax(noise=0.05), 2, 0.1)],
+                                          (channels.Hardmax(), 2, 0.4), (channels.NoisySoftmax(noise=0.05), 2, 0.1)],
                          ids=repr)
 def test_gamp_rie_on_the_device(strict_cupy, ch, T, alpha):
     ref_data = model.sample_dataset(alpha, 30, T, 0.5, ch, 2)

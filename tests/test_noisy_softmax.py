@@ -1,4 +1,4 @@
-"""The softmax channel with label noise, T = 2 (aimlib.noisy_softmax).
+"""The softmax channel with label noise, T = 2 (aimlib.channels.softmax_noisy).
 
 Independent routes: a brute-force integral over all three index entries with
 the full four-entry Gaussian likelihood (no reduction to z), finite
@@ -13,10 +13,10 @@ import math
 import numpy as np
 import pytest
 
-from aimlib import noisy_softmax as ns
+from aimlib.channels import softmax_noisy as ns
 from aimlib import state_evolution as se
 from aimlib.amp import run_amp
-from aimlib.channels import Softmax
+from aimlib.channels import NoisySoftmax, Softmax
 
 SIGMA2 = np.array([[2.0, 1.0], [1.0, 2.0]])
 
@@ -31,7 +31,7 @@ def draw(n, q, V, beta, noise, seed):
 
     omega = sym(q)
     h = omega + sym(V)
-    return omega, Softmax(beta=beta, noise=noise)(h, seed=rng)
+    return omega, NoisySoftmax(beta=beta, noise=noise)(h, seed=rng)
 
 
 def brute_force(y, omega, V, beta, noise):
@@ -64,7 +64,7 @@ def brute_force(y, omega, V, beta, noise):
 @pytest.mark.parametrize("beta,noise,V", [(1.0, 0.02, 0.7), (2.5, 0.005, 0.3), (0.7, 0.3, 1.4)])
 def test_posterior_and_log_partition_match_brute_force(beta, noise, V):
     omega, y = draw(4, 0.8, V, beta, noise, seed=3)
-    ch = Softmax(beta=beta, noise=noise)
+    ch = NoisySoftmax(beta=beta, noise=noise)
     logz = ch.log_partition(y, omega, V)
     g = ch.g_out(y, omega, V)
     for i in range(4):
@@ -76,7 +76,7 @@ def test_posterior_and_log_partition_match_brute_force(beta, noise, V):
 def test_g_out_is_the_gradient_of_log_partition():
     beta, noise, V, eps = 1.5, 0.05, 0.6, 1e-5
     omega, y = draw(5, 0.5, V, beta, noise, seed=7)
-    ch = Softmax(beta=beta, noise=noise)
+    ch = NoisySoftmax(beta=beta, noise=noise)
     g = ch.g_out(y, omega, V)
     for a, b in ((0, 0), (0, 1), (1, 1)):
         E = np.zeros((2, 2))
@@ -89,7 +89,7 @@ def test_nishimori_identities_on_channel_data():
     """On data from the channel: E[g] = 0 and E[g_ab^2] = -E[d g_ab / d omega_ab]."""
     beta, noise, q, V, eps = 1.0, 0.02, 0.6, 0.9, 1e-4
     omega, y = draw(6000, q, V, beta, noise, seed=11)
-    ch = Softmax(beta=beta, noise=noise)
+    ch = NoisySoftmax(beta=beta, noise=noise)
     g = ch.g_out(y, omega, V)
     for a, b in ((0, 0), (0, 1)):
         E = np.zeros((2, 2))
@@ -104,10 +104,10 @@ def test_fisher_matches_monte_carlo_through_the_channel():
     """F_out from the reduced Sobol average equals 2 sum sigma2 E[g^2] on channel samples."""
     beta, noise, Q0, q = 1.0, 0.02, 1.5, 0.7
     omega, y = draw(8000, q, Q0 - q, beta, noise, seed=5)
-    g = Softmax(beta=beta, noise=noise).g_out(y, omega, Q0 - q)
+    g = NoisySoftmax(beta=beta, noise=noise).g_out(y, omega, Q0 - q)
     w = 2 * np.array([2 * g[:, 0, 0] ** 2, g[:, 0, 1] ** 2, 2 * g[:, 1, 1] ** 2]).sum(0)
     mc, err = w.mean(), w.std() / math.sqrt(len(w))
-    F = Softmax(beta=beta, noise=noise).fisher(q, Q0, 2)
+    F = NoisySoftmax(beta=beta, noise=noise).fisher(q, Q0, 2)
     assert abs(F - mc) < 4 * err + 0.005 * F
 
 
@@ -192,9 +192,9 @@ def test_generalization_error_adds_the_label_noise():
 def test_bad_inputs_name_the_parameter():
     y = np.full((3, 2, 2), 0.5)
     with pytest.raises(NotImplementedError, match="T = 2 only"):
-        Softmax(noise=0.1).fisher(0.2, 1.5, 3)
+        NoisySoftmax(noise=0.1).fisher(0.2, 1.5, 3)
     with pytest.raises(ValueError, match="noise=1e-09 is too small"):
-        Softmax(noise=1e-9).g_out(y, np.zeros_like(y), 1.0)
+        NoisySoftmax(noise=1e-9).g_out(y, np.zeros_like(y), 1.0)
     with pytest.raises(ValueError, match="noise"):
         ns.fisher(0.1, 1.5, 1.0, -0.1)
     with pytest.raises(ValueError, match="mu and z"):
@@ -204,7 +204,7 @@ def test_bad_inputs_name_the_parameter():
 def test_amp_tracks_state_evolution_with_label_noise():
     """GAMP-RIE with the noisy g_out at d = 80 lands on the SE error (tolerance as for the noiseless tests)."""
     rho, noise, alpha = 0.5, 0.02, 0.25
-    res = run_amp(Softmax(noise=noise), 2, rho, alpha, 80, seed=0)
+    res = run_amp(NoisySoftmax(noise=noise), 2, rho, alpha, 80, seed=0)
     assert res["converged"]
     E_se = se.solve(alpha, T=2, rho=rho, noise=noise).mmse
     assert abs(res["mmse"] - E_se) < 0.06

@@ -10,7 +10,7 @@ import pytest
 import aimlib
 from aimlib import rmt
 from aimlib import state_evolution as se
-from aimlib.channels import Linear, Softmax
+from aimlib.channels import Linear, NoisySoftmax, Softmax
 
 
 def k_softmax(T):
@@ -111,14 +111,17 @@ def test_fixed_point_equation_holds():
         assert it.trace[0] == 1.0 and it.iterations == len(it.trace) - 1
 
 
-def test_interpolated_curve_matches_exact_root_finds():
+def test_curve_points_do_not_depend_on_their_neighbours():
+    """A value is the same whichever other points are asked for (it used to move by 1e-5)."""
+    alone = se.curve([1e-4], T=3, rho=1e-3).mmse[0]
+    assert se.curve([1e-6, 1e-4], T=3, rho=1e-3).mmse[1] == pytest.approx(alone, abs=1e-10)
+    assert se.solve(1e-4, T=3, rho=1e-3).mmse == pytest.approx(alone, abs=1e-10)
     alphas = np.linspace(1e-4, 0.19, 40)
-    fast = se.curve(alphas, T=2, rho=0.3)
-    exact = se.curve(alphas, T=2, rho=0.3, interpolate=False)
-    assert np.abs(fast.mmse - exact.mmse).max() < 1e-6
-    # input order preserved
-    perm = np.random.default_rng(0).permutation(len(alphas))
-    assert np.allclose(se.curve(alphas[perm], T=2, rho=0.3).mmse, fast.mmse[perm])
+    curve = se.curve(alphas, T=2, rho=0.3)
+    single = [se.solve(a, T=2, rho=0.3).mmse for a in alphas]
+    assert np.abs(curve.mmse - single).max() < 1e-9
+    perm = np.random.default_rng(0).permutation(len(alphas))     # input order preserved
+    assert np.allclose(se.curve(alphas[perm], T=2, rho=0.3).mmse, curve.mmse[perm])
 
 
 def test_curve_is_fast_enough():
@@ -237,7 +240,7 @@ def test_generalization_error_linear():
     (lambda: se.perfect_recovery_threshold(0.5, 2, "hardmax"), ValueError, "channel"),
     (lambda: se.generalization_error(2.0, 1.5, 2), ValueError, "q"),
     (lambda: se.free_entropy(0.5, -1.0, 0.1), ValueError, "qhat"),
-    (lambda: se.solve(0.1, channel=Softmax(noise=0.1), T=3), NotImplementedError, "label noise"),
+    (lambda: se.solve(0.1, channel=NoisySoftmax(noise=0.1), T=3), NotImplementedError, "label noise"),
 ])
 def test_bad_inputs(call, exc, match):
     with pytest.raises(exc, match=match):

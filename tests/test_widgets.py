@@ -166,7 +166,7 @@ def test_se_panel_redraw_time(capsys):
 
 # --------------------------------------------------------------------------- label noise
 def test_noise_panel_data_match_state_evolution():
-    from aimlib import noisy_softmax as ns
+    from aimlib.channels import softmax_noisy as ns
 
     p = aw.noise_panel(rho=0.5, beta=1.0, noise=0.01, alpha_range="0.05, 5")
     assert p.error == "" and p.last_png.startswith(PNG)

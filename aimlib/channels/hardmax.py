@@ -1,4 +1,6 @@
-r"""The Bayes side of the hardmax channel with ``T = 2`` tokens (noiseless).
+r"""The hardmax channel: each row of ``y`` is one-hot at ``argmax_b h_ab`` (the ``beta -> infinity`` softmax).
+
+The Bayes side is for ``T = 2`` tokens, noiseless (book, chapter "The hardmax channel").
 
 Outputs and likelihood
 ----------------------
@@ -34,7 +36,7 @@ s_i/sqrt(3V) = - d kappa_i / d omega_12``,
                       {\Phi_2(\kappa_1,\kappa_2;r)}
 
 (``A_2`` with ``1 <-> 2``).  Every factor is evaluated in log space
-(``scipy.special.log_ndtr`` and :func:`log_bvn_cdf`), so the ratio never becomes
+(``scipy.special.log_ndtr`` and :func:`aimlib.channels._bivariate.log_bvn_cdf`), so the ratio never becomes
 ``0/0`` in the tails.
 
 State-evolution function
@@ -52,10 +54,14 @@ from functools import lru_cache
 import numpy as np
 from scipy import special
 
-from . import _validate as v
-from .backend import get_array_module, to_device, to_host
+from .. import _validate as v
+from ..backend import get_array_module, to_device, to_host
+from ..errors import ConvergenceError
+from ._bivariate import bvn_cdf, grad_log_bvn, log_bvn_cdf, log_phi
+from .base import Channel
 
 __all__ = [
+    "Hardmax",
     "CORRELATION",
     "log_bvn_cdf",
     "bvn_cdf",
@@ -73,121 +79,47 @@ __all__ = [
 
 #: correlation of ``u_1 = h_11 - h_12`` and ``u_2 = h_22 - h_12``
 CORRELATION = 1.0 / 3.0
-_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
-
-# Gauss-Legendre rule of the orthant quadrature (40 nodes: relative error ~1e-14)
-_NQ = 40
-_GL_X, _GL_W = np.polynomial.legendre.leggauss(_NQ)
-_LOG_GL_W = np.log(_GL_W)
-# relative truncation of the orthant integral: e^{-40} ~ 4e-18
-_TAIL = 40.0
 # Gauss-Legendre rule of the F_out integrals (per dimension)
 _NF = 48
 _GLF_X, _GLF_W = np.polynomial.legendre.leggauss(_NF)
-# below this value the Owen-T closed form (absolute error ~1e-16) is replaced by quadrature
-_CLOSED_FORM_MIN = 1e-3
 
 
-def _log_phi(x):
-    return -0.5 * x * x - _LOG_SQRT_2PI
+class Hardmax(Channel):
+    """Row-wise one-hot argmax: ``y_ab = 1`` if ``b = argmax_c h_ac``, else 0.
 
-
-def _mills_inv(z):
-    """``phi(z) / Phi(z)``, stable for every real ``z``."""
-    return np.exp(_log_phi(z) - special.log_ndtr(z))
-
-
-def _bvn_owen(h, k, r):
-    """``Phi_2(h, k; r)`` by Owen's T function (accurate in absolute terms; needs ``h k != 0``)."""
-    c = np.sqrt(1.0 - r * r)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ah = (k - r * h) / (h * c)
-        ak = (h - r * k) / (k * c)
-        beta = np.where(h * k > 0, 0.0, 0.5)
-        val = (0.5 * special.ndtr(h) + 0.5 * special.ndtr(k)
-               - special.owens_t(h, ah) - special.owens_t(k, ak) - beta)
-    return val
-
-
-def _log_bvn_quad(h, k, r):
-    r"""``log Phi_2(h, k; r)`` from ``int_{-inf}^h phi(x) Phi((k - r x)/c) dx`` in log space.
-
-    The log-integrand ``p(x)`` is concave with ``-1 - r^2/c^2 <= p'' <= -1``, so
-    its mode is found by a few Newton steps and a window of ``~sqrt(2*45)`` (or
-    ``45/p'`` when the mode lies beyond ``h``) holds all but ``e^{-45}`` of the
-    mass; a 64-point Gauss-Legendre rule on that window is then exact to
-    double precision.
+    Bayes side: noiseless, ``T = 2`` (this module's functions); ``y`` may be
+    the one-hot output ``(..., 2, 2)`` or the signs ``(s_1, s_2)`` of shape ``(..., 2)``.
     """
-    c = np.sqrt(1.0 - r * r)
-    a = r / c
 
-    def dp(x):
-        z = (k - r * x) / c
-        m = _mills_inv(z)
-        return -x - a * m, -1.0 - a * a * m * (z + m)
+    name = "hardmax"
 
-    x = r * np.minimum(k, 0.0)
-    for _ in range(30):
-        d1, d2 = dp(x)
-        step = d1 / d2
-        x = x - step
-        if np.all(np.abs(step) < 1e-13 * (1.0 + np.abs(x))):
-            break
-    mode = x
-    xs = np.minimum(mode, h)
-    slope = np.maximum(dp(xs)[0], 0.0)
-    half = math.sqrt(2.2 * _TAIL)
-    with np.errstate(divide="ignore"):
-        left = xs - np.minimum(half, _TAIL / slope)
-    right = np.minimum(h, mode + half)
-    mid = 0.5 * (right + left)
-    rad = 0.5 * (right - left)
-    nodes = mid[..., None] + rad[..., None] * _GL_X
-    z = (k[..., None] - r[..., None] * nodes) / c[..., None]
-    logf = _log_phi(nodes) + special.log_ndtr(z) + _LOG_GL_W
-    return special.logsumexp(logf, axis=-1) + np.log(rad)
+    def clean(self, h):
+        xp = get_array_module(h)
+        idx = xp.argmax(h, axis=-1)
+        return (xp.arange(h.shape[-1]) == idx[..., None]).astype(h.dtype)
 
+    def _require_bayes(self, what: str):
+        if self.noise > 0:
+            raise self._not_implemented(what)
 
-def log_bvn_cdf(h, k, r):
-    r"""``log Phi_2(h, k; r)``, the log of ``P(X < h, Y < k)`` for standard normals of correlation ``r``.
+    def log_partition(self, y, omega, V):
+        r"""``log Z_out = log Phi_2(kappa_1, kappa_2; s_1 s_2 / 3)`` (:func:`log_partition`)."""
+        self._require_bayes("log_partition")
+        return log_partition(y, omega, V)
 
-    Vectorised over broadcastable ``h, k, r`` (``|r| < 1``).  Where the
-    probability exceeds ``1e-5`` it uses Owen's closed form
-    ``Phi_2 = (Phi(h) + Phi(k))/2 - T(h, a_h) - T(k, a_k) - beta``;
-    elsewhere (the tails, where that form cancels) it integrates
-    ``phi(x) Phi((k - r x)/sqrt(1 - r^2))`` in log space, so the result stays
-    finite and relatively accurate (``~1e-13``) even for ``h, k ~ -40``.
+    def g_out(self, y, omega, V):
+        r"""``d log Z_out / d omega_ab`` as a symmetric ``(..., 2, 2)`` array (:func:`g_out`)."""
+        self._require_bayes("g_out")
+        return g_out(y, omega, V)
 
-    Parameters
-    ----------
-    h, k : array_like
-        Upper limits (finite; CuPy arrays are copied to the host).
-    r : array_like
-        Correlation, ``-1 < r < 1``.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``log Phi_2`` with the broadcast shape.
-    """
-    h, k, r = np.broadcast_arrays(*(np.asarray(to_host(a), dtype=float) for a in (h, k, r)))
-    if not (np.all(np.isfinite(h)) and np.all(np.isfinite(k))):
-        raise ValueError("h and k must be finite")
-    if not np.all(np.abs(r) < 1):
-        raise ValueError("r must satisfy -1 < r < 1")
-    out = np.empty(h.shape)
-    val = _bvn_owen(h, k, r)
-    good = (val > _CLOSED_FORM_MIN) & (np.abs(h) > 1e-8) & (np.abs(k) > 1e-8)
-    out[good] = np.log(val[good])
-    bad = ~good
-    if np.any(bad):
-        out[bad] = _log_bvn_quad(h[bad], k[bad], r[bad])
-    return out
-
-
-def bvn_cdf(h, k, r):
-    """``Phi_2(h, k; r) = P(X < h, Y < k)`` (see :func:`log_bvn_cdf`)."""
-    return np.exp(log_bvn_cdf(h, k, r))
+    def fisher(self, q, Q0, T):
+        r"""``F_out(q) = G(q/V)/V`` by deterministic quadrature; ``T`` must be 2 (:func:`fisher`)."""
+        self._require_bayes("fisher")
+        T = v.integer("T", T, minimum=1)
+        if T != 2:
+            raise ValueError(f"T must be 2 for the hardmax Bayes side (its Z_out is a bivariate "
+                             f"orthant probability), got T={T}")
+        return fisher(q, Q0)
 
 
 # ----------------------------------------------------------------------
@@ -288,14 +220,6 @@ def log_partition(y, omega, V):
     return to_device(out, xp)
 
 
-def _grad_log_bvn(k1, k2, r, logz):
-    """``(d/dk1, d/dk2) log Phi_2(k1, k2; r)`` from the log of every factor."""
-    c = np.sqrt(1.0 - r * r)
-    a1 = np.exp(_log_phi(k1) + special.log_ndtr((k2 - r * k1) / c) - logz)
-    a2 = np.exp(_log_phi(k2) + special.log_ndtr((k1 - r * k2) / c) - logz)
-    return a1, a2
-
-
 def g_out(y, omega, V):
     r"""``g_out = d log Z_out / d omega_ab`` over the independent entries ``a <= b``.
 
@@ -312,7 +236,7 @@ def g_out(y, omega, V):
     xp, s, m1, m2, sv = _parse(y, omega, V)
     r = s[..., 0] * s[..., 1] * CORRELATION
     k1, k2 = s[..., 0] * m1 / sv, s[..., 1] * m2 / sv
-    a1, a2 = _grad_log_bvn(k1, k2, r, log_bvn_cdf(k1, k2, r))
+    a1, a2 = grad_log_bvn(k1, k2, r, log_bvn_cdf(k1, k2, r))
     g = np.empty(m1.shape + (2, 2))
     g[..., 0, 0] = s[..., 0] * a1 / sv
     g[..., 1, 1] = s[..., 1] * a2 / sv
@@ -345,7 +269,7 @@ def _gauss_rule(lam_sqrt, box):
     """Nodes ``t`` and weights for ``E_{t ~ N(0,1)} f(sqrt(lam) t)`` when ``f`` lives in ``|x| < box``."""
     half = _GAUSS_HALF if lam_sqrt * _GAUSS_HALF <= box else box / lam_sqrt
     t = half * _GLF_X
-    w = half * _GLF_W * np.exp(_log_phi(t))
+    w = half * _GLF_W * np.exp(log_phi(t))
     return t, w
 
 
@@ -355,7 +279,7 @@ def _fisher_scaled_direct(lam: float) -> float:
     # main part: 2 E[phi(k)^2 / Phi(k)], k ~ N(0, lam)
     t, w = _gauss_rule(sl, _BOX_K)
     k = sl * t
-    main = 2.0 * np.sum(w * np.exp(2 * _log_phi(k) - special.log_ndtr(k)))
+    main = 2.0 * np.sum(w * np.exp(2 * log_phi(k) - special.log_ndtr(k)))
     i1 = main
     i12 = 0.0
     for r in (CORRELATION, -CORRELATION):
@@ -367,7 +291,7 @@ def _fisher_scaled_direct(lam: float) -> float:
         W = sl * t2[None, :]
         K2 = r * K1 + c * W
         logz = log_bvn_cdf(K1, K2, r)
-        lphi1 = _log_phi(K1)
+        lphi1 = log_phi(K1)
         lPw = special.log_ndtr(W)
         h = np.exp(2 * lphi1 + 2 * lPw - logz)
         hinf = np.exp(2 * lphi1 - special.log_ndtr(K1) + lPw)
@@ -378,7 +302,7 @@ def _fisher_scaled_direct(lam: float) -> float:
         K2c = r * K1 + c * Wc
         logzc = log_bvn_cdf(K1, K2c, r)
         w2v = (K1 - r * K2c) / c
-        cross = np.exp(lphi1 + special.log_ndtr(Wc) + _log_phi(K2c) + special.log_ndtr(w2v) - logzc)
+        cross = np.exp(lphi1 + special.log_ndtr(Wc) + log_phi(K2c) + special.log_ndtr(w2v) - logzc)
         i12 += 2.0 * math.copysign(1.0, r) * np.sum(w1[:, None] * w2c[None, :] * cross)
     return (4.0 / 3.0) * (3.0 * i1 + i12)
 
@@ -505,8 +429,6 @@ def limit_error(alpha_bar, *, start: float = 1.0, tol: float = 1e-12, max_iter: 
     ``alpha_bar <= alpha_bar_WR``.  Raises :class:`aimlib.ConvergenceError` if
     the iteration does not settle.
     """
-    from .errors import ConvergenceError
-
     alpha_bar = v.positive("alpha_bar", alpha_bar)
     damping = v.in_range("damping", damping, 0.0, 0.99)
     E = v.in_range("start", start, 1e-12, 1.0)

@@ -1,6 +1,6 @@
 r"""The Bayes side of the softmax channel with Gaussian label noise, ``T = 2``.
 
-The channel is ``y = softmax_rows(beta h) + sqrt(Delta) xi`` with ``xi`` i.i.d.
+The channel is ``y = softmax_rows(beta h) + sqrt(Delta) xi`` (:class:`NoisySoftmax`) with ``xi`` i.i.d.
 ``N(0, 1)`` on all four entries of ``y``.
 
 Reduction to two variables
@@ -61,11 +61,13 @@ from functools import lru_cache
 import numpy as np
 from scipy.stats import norm, qmc
 
-from . import _validate as v
-from .backend import to_common
+from .. import _validate as v
+from ..backend import to_common
+from .base import Channel
+from .softmax import Softmax
 
-__all__ = ["log_partition", "g_out", "posterior_mean_u", "fisher", "fisher_direct", "fisher_at_q0",
-           "grid_size"]
+__all__ = ["NoisySoftmax", "log_partition", "g_out", "posterior_mean_u", "fisher", "fisher_direct",
+           "fisher_at_q0", "grid_size"]
 
 K_ETA = 24            # Gauss-Hermite nodes for the shared variable eta
 T_HALF = 9.0          # half-width of the inner window, in standard deviations
@@ -82,6 +84,7 @@ def grid_size(V: float, beta: float, noise: float) -> int:
     Raises ``ValueError`` if more than ``MAX_GRID`` points would be needed
     (``noise`` too small relative to ``beta^2 V`` for this quadrature).
     """
+    V, beta, noise = v.positive("V", V), v.positive("beta", beta), v.positive("noise", noise)
     s = math.sqrt(2.0 * V)
     width = 4.0 * math.sqrt(noise / 2.0) / beta
     step = min(1.0, width / s) / STEP_FACTOR
@@ -216,14 +219,27 @@ def _sobol_normals():
     return norm.ppf(pts)
 
 
+def _check_fisher_args(q, Q0, beta, noise):
+    """Validate ``0 <= q <= Q0``, ``Q0, beta, noise > 0``; fail early if the grid would be too fine."""
+    Q0 = v.positive("Q0", Q0)
+    q = v.in_range("q", q, 0.0, Q0)
+    beta, noise = v.positive("beta", beta), v.positive("noise", noise)
+    grid_size(Q0, beta, noise)   # the message names noise
+    return q, Q0, beta, noise
+
+
 def fisher_direct(q: float, Q0: float, beta: float, noise: float) -> float:
     r"""``F_out(q) = 2 E[2 g_11^2 + g_12^2 + 2 g_22^2]`` by quasi-Monte Carlo (no interpolation).
 
     ``mu_a = sqrt(q) (x_0 + sqrt(2) x_a)``, ``u_a = mu_a + sqrt(V) (x_3 + sqrt(2) x_{3+a})``,
     ``z_a = sigma(beta u_a) + sqrt(noise/2) x_{5+a}`` with ``x`` the eight Sobol normals
     (``V = Q0 - q``).  Equivalently ``(2/V) E[r^T C^{-1} r]``, since ``A Sigma A^T = C/V``.
+    At ``q = Q0`` the closed form :func:`fisher_at_q0` is returned.
     """
+    q, Q0, beta, noise = _check_fisher_args(q, Q0, beta, noise)
     V = Q0 - q
+    if V == 0:
+        return fisher_at_q0(Q0, beta, noise)
     x = _sobol_normals()
     sq2 = math.sqrt(2.0)
     mu = math.sqrt(q) * (x[:, :1] + sq2 * x[:, 1:3])
@@ -266,16 +282,67 @@ def fisher(q, Q0, beta: float, noise: float, *, exact: bool = False) -> float:
     r"""The SE output function ``F_out(q)`` of the noisy softmax, ``T = 2`` (``qhat = alpha F_out``).
 
     Finite at ``q = Q0``: label noise caps the information a sample carries, so
-    there is no perfect recovery.  Values come from a Chebyshev interpolant of
+    there is no perfect recovery (at ``q = Q0`` the closed form :func:`fisher_at_q0`).  Values come from a Chebyshev interpolant of
     ``1 / F_out`` (close to linear in ``V``) from :func:`fisher_direct`, in ``q`` on ``[0, Q0]`` (degree ``CHEB_DEG``, built once per
     ``(Q0, beta, noise)``); ``exact=True`` evaluates :func:`fisher_direct`.
     """
-    Q0 = v.positive("Q0", Q0)
-    q = v.in_range("q", q, 0.0, Q0)
-    beta = v.positive("beta", beta)
-    noise = v.positive("noise", noise)
-    grid_size(Q0, beta, noise)   # fail early, with the message naming noise
-    if exact:
+    q, Q0, beta, noise = _check_fisher_args(q, Q0, beta, noise)
+    if exact or q == Q0:
         return fisher_direct(q, Q0, beta, noise)
     coef = _cheb(float(Q0), float(beta), float(noise))
     return 1.0 / float(np.polynomial.chebyshev.chebval(2 * q / Q0 - 1, coef))
+
+
+class NoisySoftmax(Softmax):
+    """Row-wise softmax plus Gaussian label noise of variance ``noise > 0`` on every entry of ``y``.
+
+    The forward map works for every ``T``; the Bayes side (this module's
+    functions) for ``T = 2``: for ``T > 2`` it is a ``T(T-1)``-dimensional
+    integral, which is not implemented.
+    """
+
+    name = "softmax"
+
+    def __init__(self, beta: float = 1.0, noise: float = 0.01):
+        super().__init__(beta)
+        self.noise = v.positive("noise", noise)
+
+    def _params(self) -> str:
+        return f"beta={self.beta:g}, noise={self.noise:g}"
+
+    def linear_k(self, T: int):
+        """``None``: with label noise the outputs are no longer exact linear measurements."""
+        return None
+
+    def _check_t2(self, what: str, T: int):
+        if T != 2:
+            raise NotImplementedError(
+                f"NoisySoftmax.{what}: the Bayes side with label noise is implemented for T = 2 only "
+                f"(got T={T}); for T > 2 it needs a T(T-1)-dimensional integral. Use noise=0, where "
+                "the channel is exactly solvable for every T")
+
+    def log_partition(self, y, omega, V):
+        """The exact log-density of ``y`` (:func:`log_partition`)."""
+        xp, y, omega, V, T = self._bayes_args(y, omega, V)
+        self._check_t2("log_partition", T)
+        return log_partition(y, omega, V, self.beta, self.noise)
+
+    def g_out(self, y, omega, V):
+        """``d log Z_out / d omega_ab`` (:func:`g_out`)."""
+        xp, y, omega, V, T = self._bayes_args(y, omega, V)
+        self._check_t2("g_out", T)
+        return g_out(y, omega, V, self.beta, self.noise)
+
+    def fisher(self, q, Q0, T):
+        """``F_out(q)``, finite at ``q = Q0`` (:func:`fisher`)."""
+        q, Q0, T, _ = self._fisher_args(q, Q0, T)
+        self._check_t2("fisher", T)
+        return fisher(q, Q0, self.beta, self.noise)
+
+    def output_free_entropy(self, q, Q0, T):
+        """``(1/4) int_0^q F_out(s) ds`` (the generic route of the contract)."""
+        return Channel.output_free_entropy(self, q, Q0, T)
+
+    def generalization_error(self, q, Q0, T, **kw):
+        """The noiseless softmax value plus ``T noise``: the predictor cannot foresee the label noise."""
+        return super().generalization_error(q, Q0, T, **kw) + T * self.noise

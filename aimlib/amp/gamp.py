@@ -1,0 +1,275 @@
+"""GAMP-RIE: the iteration loop, its stopping rules and its result (steps in :mod:`aimlib.amp.steps`)."""
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import _validate as v
+from ..backend import float_dtype, get_array_module, to_device, to_host
+from ..channels import Channel
+from ..errors import ConvergenceError, check_on_max_iter, max_iter_reached
+from ..state_evolution import widths
+from .steps import DELTA_MIN, channel_step, chunk_size_for, prior_step
+
+__all__ = ["AMPResult", "Problem", "gamp_rie"]
+
+
+@dataclass
+class AMPResult:
+    """Outcome of :func:`gamp_rie` (per layer, as tuples, when the channel reads ``L > 1`` indices).
+
+    Attributes
+    ----------
+    S_hat : numpy.ndarray of shape (d, d), or (L, d, d)
+        Final estimate (host array, symmetric).
+    mmse : float, tuple or None
+        Estimation error ``(1/d) ||S_hat - S||_F^2`` if the teacher ``S`` was given.
+    m : float or tuple
+        The algorithm's own prediction of that error, ``mmse_S(Delta)`` (damped);
+        it is what the state evolution tracks.
+    delta : float or tuple
+        Last effective noise variance ``Delta`` of the channel step.
+    iterations : int
+    converged : bool
+    reason : str
+        ``'tol'``, ``'perfect'`` (``m`` fell below ``m_floor``) or ``'max_iter'``.
+    trace : dict of lists or None
+        Per-iteration record (option ``trace`` of :func:`gamp_rie`).
+    seconds : float
+        Wall time of the iteration loop.
+    """
+
+    S_hat: np.ndarray
+    mmse: float | tuple | None
+    m: float | tuple
+    delta: float | tuple
+    iterations: int
+    converged: bool
+    reason: str
+    trace: dict | None = None
+    seconds: float = 0.0
+    options: dict = field(default_factory=dict)
+
+
+@dataclass
+class Problem:
+    """The validated inputs of one GAMP-RIE run, on one device."""
+
+    xp: object
+    X: object
+    y: object
+    S: list | None
+    init: list | None
+    channel: Channel
+    rho: tuple
+    dtype: np.dtype
+    n: int
+    T: int
+    d: int
+    chunk_size: int
+    damping: float
+    damp_g: bool
+    damp_S: bool
+
+
+def _teachers(name, S, L, d, xp, dt):
+    """``S`` (``(d, d)`` or ``(L, d, d)``) as a list of ``L`` symmetric device matrices, or None."""
+    if S is None:
+        return None
+    S = v.finite_array(name, S)
+    want = (d, d) if L == 1 else (L, d, d)
+    if tuple(S.shape) != want:
+        raise ValueError(f"{name} must have shape {want} to match X, got {tuple(S.shape)}")
+    mats = [S] if L == 1 else [S[i] for i in range(L)]
+    return [to_device(v.symmetric_matrix(name, M), xp).astype(dt) for M in mats]
+
+
+def _problem(X, y, channel, rho, S, init, dtype, chunk_size, memory_mb, damping, damp) -> Problem:
+    if not isinstance(channel, Channel):
+        raise TypeError(f"channel must be an aimlib.channels.Channel, got {type(channel).__name__}")
+    X = v.finite_array("X", X, ndim=3)
+    n, T, d = X.shape
+    if n < 1 or T < 2 or d < 2:
+        raise ValueError(f"X must have shape (n, T, d) with n >= 1, T >= 2, d >= 2, got {tuple(X.shape)}")
+    L = channel.n_indices
+    y = v.finite_array("y", y)
+    if tuple(y.shape[:1]) != (n,):
+        raise ValueError(f"y must hold one output per sample of X (n={n}), got shape {tuple(y.shape)}")
+    if L == 1 and tuple(y.shape) != (n, T, T):
+        raise ValueError(f"y must have shape {(n, T, T)} to match X, got {tuple(y.shape)}")
+    rho = widths(channel, rho)
+    damping = v.in_range("damping", damping, 0.0, 1.0)
+    if damping >= 1.0:
+        raise ValueError(f"damping must be in [0, 1), got {damping!r}")
+    v.choice("damp", damp, {"state", "messages", "both"})
+    dt = float_dtype(dtype, X.dtype if X.dtype in (np.float32, np.float64) else np.float64)
+    if chunk_size is None:
+        chunk_size = chunk_size_for(T, d, dt.itemsize, v.positive("memory_mb", memory_mb))
+    chunk_size = min(v.integer("chunk_size", chunk_size, minimum=1), n)
+    xp = get_array_module(X, y, S, init)
+    return Problem(xp=xp, X=to_device(X, xp).astype(dt, copy=False), y=to_device(y, xp).astype(dt, copy=False),
+                   S=_teachers("S", S, L, d, xp, dt), init=_teachers("init", init, L, d, xp, dt),
+                   channel=channel, rho=rho, dtype=dt, n=n, T=T, d=d, chunk_size=chunk_size,
+                   damping=damping, damp_g=damp in ("messages", "both"), damp_S=damp in ("state", "both"))
+
+
+def _pack(values):
+    """A float for one layer, a tuple of floats for several."""
+    values = [float(x) for x in values]
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def _error(p, mats, xp):
+    """``(1/d) ||M_l - S_l||_F^2`` per layer."""
+    return [float(xp.sum((M - S) ** 2)) / p.d for M, S in zip(mats, p.S)]
+
+
+class _Recorder:
+    """The optional per-iteration trace (keys of :func:`gamp_rie`)."""
+
+    def __init__(self, on: bool, with_teacher: bool):
+        keys = ("m", "m_new", "delta", "change") + (("error", "error_new", "noise_ratio") if with_teacher else ())
+        self.rec = {k: [] for k in keys} if on else None
+
+    def add(self, **values):
+        if self.rec is not None:
+            for k, val in values.items():
+                if k in self.rec:
+                    self.rec[k].append(_pack(val) if isinstance(val, (list, np.ndarray)) else val)
+
+
+def _check_result(p, S_hat, m, xp):
+    """Measured errors, or a :class:`ConvergenceError` if they are not a self-consistent state.
+
+    A converged run must score no worse than the prior mean ``sqrt(rho) I`` (up to
+    ``0.1``) and agree with its own prediction ``m`` within ``0.25 + m/2``; a
+    run that does not is reported as a failure, never as a success.
+    """
+    if p.S is None:
+        return None
+    err = _error(p, S_hat, xp)
+    trivial = [float(xp.sum((math.sqrt(r) * xp.eye(p.d, dtype=p.dtype) - S) ** 2)) / p.d
+               for r, S in zip(p.rho, p.S)]
+    for ell, (e, mm, tv) in enumerate(zip(err, m, trivial)):
+        if e > tv + 0.1 or abs(e - mm) > 0.25 + 0.5 * max(e, mm):
+            raise ConvergenceError(
+                f"GAMP-RIE stopped in an inconsistent state (layer {ell}): measured error {e:.4g}, "
+                f"predicted {mm:.4g}, prior mean's error {tv:.4g}. Try a larger damping or more samples")
+    return err
+
+
+def gamp_rie(X, y, channel: Channel, rho, *, S=None, damping: float = 0.5, max_iter: int = 300,
+             tol: float = 1e-4, lookback: int = 10, min_iter: int = 3, chunk_size: int | None = None,
+             memory_mb: float = 64.0, trace: bool = False, init=None, m_floor: float | None = None,
+             on_max_iter: str = "raise", dtype=None, damp: str = "both") -> AMPResult:
+    r"""Run GAMP-RIE on a data set ``(X, y)`` of the attention-indexed model.
+
+    Parameters
+    ----------
+    X : array (n, T, d)
+        Token sequences (NumPy or CuPy; the backend follows ``X``).
+    y : array
+        Outputs of ``channel``, ``(n, T, T)`` for one index per sample.
+    channel : aimlib.channels.Channel
+        Provides ``g_out`` (one RIE denoiser runs per index matrix it reads).
+    rho : float, or sequence of ``L`` floats
+        Width ratios of the teachers.
+    S : array (d, d) or (L, d, d), optional
+        Teacher, used only to report errors and to check the final state.
+    damping, damp : float in [0, 1), {'both', 'state', 'messages'}
+        ``x <- (1 - damping) new + damping old`` for ``(S_hat, m)`` (``'state'``),
+        ``(g, m)`` (``'messages'``) or all three (``'both'``, stable at small ``d``).
+    max_iter, tol, lookback, min_iter
+        Stop when ``||S_hat_t - S_hat_{t-k}||_F^2 / d <= tol * m_t`` for some
+        ``k <= lookback`` (a negligible move in units of the predicted error,
+        robust to tiny cycles), after at least ``min_iter`` iterations.
+    chunk_size, memory_mb
+        Samples per chunk (default: from the ``memory_mb`` work budget).
+    trace : bool
+        Record ``m``, ``m_new``, ``delta``, ``change`` and, with ``S``, ``error``,
+        ``error_new`` and ``noise_ratio = ||R - S||_F^2/(d Delta)`` per iteration.
+    init : array (d, d) or (L, d, d), optional
+        Starting estimate (default: the prior mean ``sqrt(rho) I``, ``m = 1``).
+    m_floor : float, optional
+        Stop (``reason='perfect'``) when every ``m`` drops below it (default ``sqrt(eps)``).
+    on_max_iter : {'raise', 'warn', 'return'}
+        The rule of :mod:`aimlib.errors` at the iteration cap.
+    dtype : float32 or float64, optional
+        Working precision (default: that of ``X`` if floating, else float64).
+
+    Raises
+    ------
+    aimlib.ConvergenceError
+        On divergence, at the cap with ``on_max_iter='raise'``, or when the final
+        state is inconsistent with the teacher ``S`` (see :func:`_check_result`).
+    """
+    p = _problem(X, y, channel, rho, S, init, dtype, chunk_size, memory_mb, damping, damp)
+    max_iter = v.integer("max_iter", max_iter, minimum=1)
+    tol, lookback = v.positive("tol", tol), v.integer("lookback", lookback, minimum=1)
+    min_iter = v.integer("min_iter", min_iter, minimum=1)
+    check_on_max_iter(on_max_iter)
+    m_floor = v.nonnegative("m_floor", float(np.sqrt(np.finfo(p.dtype).eps)) if m_floor is None else m_floor)
+    xp, L = p.xp, len(p.rho)
+    S_hat = p.init or [math.sqrt(r) * xp.eye(p.d, dtype=p.dtype) for r in p.rho]
+    m = np.ones(L)
+    g_prev = xp.zeros((p.n, L, p.T, p.T), dtype=p.dtype)
+    g_new = xp.empty_like(g_prev)
+    history, rec = deque(maxlen=lookback), _Recorder(trace, p.S is not None)
+    converged, reason, delta, change, t0 = False, "max_iter", np.full(L, np.nan), math.inf, time.perf_counter()
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        for t in range(1, max_iter + 1):
+            try:
+                delta, R = channel_step(p, S_hat, m, g_prev, g_new, t)
+                if np.all(delta < DELTA_MIN):   # the channel pins every S down: R is the estimate
+                    S_hat, m, converged, reason = R, np.zeros(L), True, "perfect"
+                    e_R = _error(p, R, xp) if p.S else []
+                    rec.add(m=m, m_new=m, delta=delta, change=0.0, error=e_R, error_new=e_R,
+                            noise_ratio=[e / dl for e, dl in zip(e_R, delta)])
+                    break
+                S_new, m_new = prior_step(p, R, delta)
+            except ConvergenceError as exc:
+                raise ConvergenceError(f"GAMP-RIE diverged at iteration {t}: {exc} (m={_pack(m)}, "
+                                       f"damping={p.damping}). Try a larger damping, check that y was "
+                                       "produced by this channel, or use float64.") from None
+            if p.S is not None:
+                rec.add(noise_ratio=[e / dl for e, dl in zip(_error(p, R, xp), delta)],
+                        error_new=_error(p, S_new, xp))
+            S_hat = [(1.0 - p.damping) * a + p.damping * b for a, b in zip(S_new, S_hat)] if p.damp_S else S_new
+            m = (1.0 - p.damping) * m_new + p.damping * m
+            g_prev, g_new = g_new, g_prev
+            change = _change(p, S_hat, m, history, m_floor, t, xp)
+            rec.add(m=m, m_new=m_new, delta=delta, change=change,
+                    error=_error(p, S_hat, xp) if p.S else [])
+            if t >= min_iter and change <= tol:
+                converged, reason = True, "tol"
+                break
+            if np.all(m < m_floor):
+                converged, reason = True, "perfect"
+                break
+    seconds = time.perf_counter() - t0
+    if not converged:
+        max_iter_reached(f"GAMP-RIE did not converge in max_iter={max_iter} iterations (last change "
+                         f"{change:.3g} > tol={tol:g} in units of m={_pack(m)}); increase max_iter or "
+                         "damping, or loosen tol", on_max_iter)
+    err = _check_result(p, S_hat, m, xp) if converged else (_error(p, S_hat, xp) if p.S else None)
+    return AMPResult(S_hat=to_host(S_hat[0] if L == 1 else xp.stack(S_hat)), mmse=None if err is None else _pack(err),
+                     m=_pack(m), delta=_pack(delta), iterations=t, converged=converged, reason=reason,
+                     trace=rec.rec, seconds=seconds,
+                     options=dict(damping=p.damping, damp=damp, tol=tol, lookback=lookback,
+                                  chunk_size=p.chunk_size, dtype=str(p.dtype), max_iter=max_iter))
+
+
+def _change(p, S_hat, m, history, m_floor, t, xp):
+    """Squared distance per ``d`` to the closest of the last iterates, in units of ``m`` (max over layers)."""
+    norm2 = max(float(xp.sum(S * S)) / p.d for S in S_hat)
+    if not math.isfinite(norm2) or norm2 > 1e4 * (1.0 + max(p.rho)):
+        raise ConvergenceError(f"GAMP-RIE diverged at iteration {t}: the estimate blew up "
+                               f"(||S_hat||_F^2/d = {norm2:.3g}). Try a larger damping.")
+    change = min((max(float(xp.sum((S - o) ** 2)) / (p.d * max(mm, m_floor, 1e-300))
+                      for S, o, mm in zip(S_hat, old, m)) for old in history), default=math.inf)
+    history.append([S.copy() for S in S_hat])
+    return change

@@ -1,0 +1,118 @@
+r"""The two steps of one GAMP-RIE iteration, for ``L`` index matrices (one denoiser each).
+
+Channel step (book chapter "GAMP-RIE"), for every layer ``l`` with current
+estimate ``S_l`` and predicted error ``m_l``:
+
+.. math::
+
+    V_{l,ab} &= \Sigma_{ab} m_l, \qquad
+    \omega^\mu_l = h^\mu(S_l) - V_l \odot g^\mu_{l,\rm prev}, \qquad
+    g^\mu = g_{\rm out}(y^\mu, \omega^\mu, m), \\
+    \Delta_l &= d^2 \Big/ \Big(2 \sum_\mu \sum_{a\le b} \Sigma_{ab} (g^\mu_{l,ab})^2\Big), \\
+    R_l &= S_l + \frac{2\Delta_l}{d} \frac{1}{\sqrt d}
+         \Big[\sum_\mu X_\mu^\top G^\mu_l X_\mu - \Big(\sum_\mu \sum_a g^\mu_{l,aa}\Big) I_d\Big],
+    \qquad G_{aa} = g_{aa},\; G_{ab} = g_{ab}/2 .
+
+Prior step: ``S_l <- RIE(R_l; Delta_l)``, ``m_l <- mmse_S(Delta_l; rho_l)``.
+
+The per-sample ``d x d`` matrices are never built: the forward pass is
+``(X S_l) X^T`` and the backward pass ``X^T G X``, in chunks of samples, so
+memory is ``O(n T d + d^2)`` per layer plus the chunk.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import rmt
+from ..channels import sigma2
+from ..errors import ConvergenceError
+
+__all__ = ["channel_step", "prior_step", "DELTA_MIN", "chunk_size_for"]
+
+#: below this, Delta is zero for every purpose (aimlib.rmt accepts >= 1e-12)
+DELTA_MIN = 1e-11
+
+
+def chunk_size_for(T: int, d: int, itemsize: int, memory_mb: float) -> int:
+    """Samples per chunk so that the chunk's work arrays stay within ``memory_mb``.
+
+    A chunk of ``c`` samples holds ``X S_hat`` and ``G X`` (each ``c T d``
+    numbers) plus a few ``c T^2`` arrays: ``3 c T d + 8 c T^2`` numbers of
+    ``itemsize`` bytes.
+    """
+    per_sample = (3 * T * d + 8 * T * T) * itemsize
+    return max(1, int(memory_mb * 2**20 // per_sample))
+
+
+def _indices(Xc, S_hat, xp):
+    """``h = X S X^T / sqrt(d) - Tr(S)/sqrt(d) I`` for a chunk ``Xc`` of shape ``(c, T, d)``."""
+    c, T, d = Xc.shape
+    sqd = math.sqrt(d)
+    XS = (Xc.reshape(c * T, d) @ S_hat).reshape(c, T, d)
+    h = XS @ xp.swapaxes(Xc, 1, 2) / sqd - (xp.trace(S_hat) / sqd) * xp.eye(T, dtype=Xc.dtype)
+    return (h + xp.swapaxes(h, 1, 2)) / 2
+
+
+def _g_out(channel, y, omega, m):
+    """The channel's ``g_out`` with the layer axis kept: ``omega`` and the result are ``(c, L, T, T)``."""
+    if channel.n_indices == 1:
+        return channel.g_out(y, omega[:, 0], float(m[0]))[:, None]
+    return channel.g_out(y, omega, tuple(float(x) for x in m))
+
+
+def channel_step(p, S_hat, m, g_prev, g_new, t):
+    """Forward, ``g_out`` and backward pass over all samples; return ``(delta, R)`` per layer.
+
+    ``p`` is the validated problem (:class:`aimlib.amp.gamp.Problem`), ``S_hat``
+    a list of ``L`` estimates, ``m`` their predicted errors, ``g_prev`` the last
+    (damped) channel outputs ``(n, L, T, T)``; the new ones are written to
+    ``g_new`` (damped with ``g_prev`` when ``p.damp_g`` and ``t > 1``).
+    """
+    xp, X, dt, d, T, L = p.xp, p.X, p.dtype, p.d, p.T, len(S_hat)
+    sig2 = sigma2(T, xp, dt)
+    w_pairs = xp.full((T, T), 0.5, dtype=dt) + 1.5 * xp.eye(T, dtype=dt)   # sum_{a<=b} Sigma g^2
+    g_half = xp.full((T, T), 0.5, dtype=dt) + 0.5 * xp.eye(T, dtype=dt)    # G from g
+    B = [xp.zeros((d, d), dtype=dt) for _ in range(L)]
+    sum_w, sum_tr = np.zeros(L), np.zeros(L)
+    for s in range(0, p.n, p.chunk_size):
+        Xc = X[s:s + p.chunk_size]
+        c = Xc.shape[0]
+        h = xp.stack([_indices(Xc, S, xp) for S in S_hat], axis=1)
+        omega = h - (xp.asarray(m, dtype=dt)[:, None, None] * sig2) * g_prev[s:s + c]
+        g = xp.asarray(_g_out(p.channel, p.y[s:s + c], omega, m), dtype=dt)
+        if p.damp_g and t > 1:
+            g = (1.0 - p.damping) * g + p.damping * g_prev[s:s + c]
+        g_new[s:s + c] = g
+        for ell in range(L):
+            gl = g[:, ell]
+            sum_w[ell] += float(xp.sum(w_pairs * gl * gl))
+            sum_tr[ell] += float(xp.sum(xp.diagonal(gl, axis1=1, axis2=2)))
+            B[ell] += Xc.reshape(c * T, d).T @ ((gl * g_half) @ Xc).reshape(c * T, d)
+    if not (np.all(np.isfinite(sum_w)) and np.all(np.isfinite(sum_tr))):
+        raise ConvergenceError("g_out returned non-finite values")
+    if np.any(sum_w <= 0.0):
+        raise ConvergenceError("all g_out values of a layer vanish, so its effective noise Delta is infinite")
+    delta = d * d / (2.0 * sum_w)
+    R = []
+    for ell in range(L):
+        Rl = S_hat[ell] + (2.0 * delta[ell] / d) * (B[ell] - sum_tr[ell] * xp.eye(d, dtype=dt)) / math.sqrt(d)
+        R.append((Rl + Rl.T) / 2)
+        if not bool(xp.all(xp.isfinite(R[-1]))):
+            raise ConvergenceError("the effective observation R is not finite")
+    return delta, R
+
+
+def prior_step(p, R, delta):
+    """RIE denoiser and its MMSE per layer: ``(S_new, m_new)``; a layer with ``Delta < DELTA_MIN`` keeps ``R``."""
+    S_new, m_new = [], np.zeros(len(R))
+    for ell, (Rl, dl, rho) in enumerate(zip(R, delta, p.rho)):
+        if dl < DELTA_MIN:
+            S_new.append(Rl)
+            continue
+        S_new.append(p.xp.asarray(rmt.rie(Rl, dl, rho), dtype=p.dtype))
+        m_new[ell] = float(rmt.mmse(dl, rho))
+        if not (math.isfinite(m_new[ell]) and bool(p.xp.all(p.xp.isfinite(S_new[-1])))):
+            raise ConvergenceError(f"the RIE output is not finite (Delta={dl:.4g})")
+    return S_new, m_new

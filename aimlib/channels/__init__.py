@@ -1,0 +1,23 @@
+"""Output channels of the attention-indexed model: forward map ``y = g(h)`` and Bayes side.
+
+One module per channel, each holding both (book chapter in brackets):
+
+* :mod:`~aimlib.channels.base` -- the contract (``log_partition``, ``g_out``,
+  ``fisher``, the index covariance shape ``sigma2``, ``L`` indices per sample);
+* :mod:`~aimlib.channels.linear` -- the identity ``y = h`` (replica computation);
+* :mod:`~aimlib.channels.softmax` -- row-wise softmax (the softmax channel);
+* :mod:`~aimlib.channels.softmax_noisy` -- softmax plus label noise, ``T = 2`` (label noise);
+* :mod:`~aimlib.channels.hardmax` -- row-wise argmax, ``T = 2`` (the hardmax channel);
+* :mod:`~aimlib.channels.registry` -- channels by name (:func:`make_channel`).
+"""
+from . import base, hardmax, linear, registry, softmax, softmax_noisy
+from .base import Channel, fisher_mc, sample_indices, sample_se_measure, sigma2
+from .hardmax import Hardmax
+from .linear import Linear
+from .registry import CHANNELS, make_channel
+from .softmax import Softmax, row_softmax, softmax_k
+from .softmax_noisy import NoisySoftmax
+
+__all__ = ["Channel", "Softmax", "NoisySoftmax", "Hardmax", "Linear", "make_channel", "CHANNELS",
+           "row_softmax", "softmax_k", "sigma2", "sample_indices", "sample_se_measure", "fisher_mc",
+           "base", "linear", "softmax", "softmax_noisy", "hardmax", "registry"]

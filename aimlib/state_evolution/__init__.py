@@ -1,0 +1,30 @@
+r"""State evolution (SE) of the attention-indexed model: the Bayes-optimal error.
+
+The replica-symmetric free entropy (book, chapter "The replica computation")
+has the stationary points
+
+.. math::
+
+    \hat q_l = \alpha F_l(q), \qquad q_l = Q_{0,l} - \mathrm{mmse}_S(1/\hat q_l; \rho_l),
+
+one overlap ``q_l`` per index matrix (``L = 1`` for one attention layer), with
+``Q0 = 1 + rho``, ``mmse_S`` the prior MMSE of extensive-rank denoising
+(:func:`aimlib.rmt.mmse`) and ``F_l`` the channel's output function
+(:meth:`aimlib.channels.base.Channel.fisher`).  The estimation error is
+``E_S = (1/d)||S_hat - S||_F^2 = Q0 - q = V``.
+
+Modules: :mod:`~.prior` (``mmse_S``, perfect recovery), :mod:`~.closed` (the
+scalar root find of noiseless linear-type channels, ``F_out = k/V``),
+:mod:`~.fixed_point` (iteration, ``L`` overlaps), :mod:`~.solve` (one point or a
+curve), :mod:`~.free_entropy` (the potential and the generalization error).
+"""
+from .fixed_point import SEResult, fixed_point, widths
+from .free_entropy import free_entropy, generalization_error, output_free_entropy, prior_free_entropy
+from .prior import effective_alpha, linear_k, perfect_recovery_threshold, prior_mmse, zero_slope
+from .solve import SECurve, curve, solve
+
+__all__ = [
+    "SEResult", "SECurve", "effective_alpha", "linear_k", "prior_mmse", "zero_slope", "solve",
+    "fixed_point", "curve", "widths", "perfect_recovery_threshold", "prior_free_entropy",
+    "output_free_entropy", "free_entropy", "generalization_error",
+]

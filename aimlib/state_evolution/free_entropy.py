@@ -1,0 +1,90 @@
+r"""The replica-symmetric free entropy and the Bayes-optimal generalization error.
+
+.. math::
+
+    \Phi(q, \hat q) = -\frac{q \hat q}{4} + \psi_S(\hat q) + \alpha\, \Psi_{\rm out}(q),
+    \qquad
+    \psi_S(\hat q) = \frac14 \int_0^{\hat q} \bigl(Q_0 - \mathrm{mmse}_S(1/s)\bigr)\, ds ,
+
+with ``Psi_out(q) = E log Z_out`` the channel's
+:meth:`~aimlib.channels.base.Channel.output_free_entropy`.  Its stationary points
+are the SE fixed points; among several, the largest ``Phi`` is the Bayes-optimal one.
+"""
+from __future__ import annotations
+
+import math
+
+from scipy.integrate import quad
+
+from .. import _validate as v
+from ..channels import make_channel
+from .prior import prior_mmse
+
+__all__ = ["prior_free_entropy", "output_free_entropy", "free_entropy", "generalization_error"]
+
+
+def _integral_mmse(qhat: float, m) -> float:
+    r"""``I(qhat) = int_0^qhat mmse_S(1/s) ds`` (``s < 1`` directly, ``s > 1`` in ``log s``)."""
+    if qhat == 0:
+        return 0.0
+    a = min(qhat, 1.0)
+    val, _ = quad(lambda s: m(1.0 / s) if s > 0 else 1.0, 0.0, a, epsabs=1e-11, epsrel=1e-10, limit=200)
+    if qhat > 1.0:
+        val2, _ = quad(lambda t: m(math.exp(-t)) * math.exp(t), 0.0, math.log(qhat),
+                       epsabs=1e-11, epsrel=1e-10, limit=200)
+        val += val2
+    return val
+
+
+def prior_free_entropy(qhat: float, rho: float, *, mmse=None) -> float:
+    r"""``psi_S(qhat) = (1/4) int_0^qhat (Q0 - mmse_S(1/s)) ds``.
+
+    The free entropy per ``d^2`` of denoising ``S`` from ``Y = S + Z / sqrt(qhat)``
+    (``Z`` GOE), counted from the log-likelihood ratio so that ``psi_S(0) = 0``;
+    it is fixed by the I-MMSE relation ``d psi_S / d qhat = q(qhat) / 4`` with
+    ``q = (1/d) E Tr(S E[S|Y]) = Q0 - mmse_S(1/qhat)``.
+    """
+    qhat = v.nonnegative("qhat", qhat)
+    rho = v.rho(rho)
+    m = prior_mmse(rho, mmse)
+    return ((1.0 + rho) * qhat - _integral_mmse(qhat, m)) / 4.0
+
+
+def output_free_entropy(q: float, channel="softmax", *, T: int = 2, rho: float = 0.5,
+                        beta: float | None = None, noise: float | None = None) -> float:
+    r"""``Psi_out(q) = E log Z_out(y, omega, Q0 - q)``, up to a constant independent of ``q``.
+
+    Delegates to the channel (closed forms for softmax and linear, ``(1/4) int_0^q F_out``
+    otherwise), with ``Q0 = 1 + rho``.
+    """
+    T = v.integer("T", T, minimum=2)
+    rho = v.rho(rho)
+    return make_channel(channel, beta=beta, noise=noise).output_free_entropy(q, 1.0 + rho, T)
+
+
+def free_entropy(q: float, qhat: float, alpha: float, channel="softmax", *, T: int = 2,
+                 rho: float = 0.5, beta: float | None = None, noise: float | None = None,
+                 mmse=None) -> float:
+    r"""The replica-symmetric potential ``Phi(q, qhat) = -q qhat/4 + psi_S(qhat) + alpha Psi_out(q)``.
+
+    Evaluable at any ``0 <= q < Q0``, ``qhat >= 0``; up to a constant
+    independent of ``(q, qhat)``.
+    """
+    alpha = v.nonnegative("alpha", alpha)
+    qhat = v.nonnegative("qhat", qhat)
+    return (-q * qhat / 4.0 + prior_free_entropy(qhat, rho, mmse=mmse)
+            + alpha * output_free_entropy(q, channel, T=T, rho=rho, beta=beta, noise=noise))
+
+
+def generalization_error(q: float, Q0: float, T: int, channel="softmax", *, beta: float | None = None,
+                         noise: float | None = None, **kw) -> float:
+    r"""Bayes-optimal test error ``E_gen = (1/T) E ||y_hat - y||_F^2`` per sample.
+
+    In the limit a fresh index is ``h ~ N(omega, V Sigma)`` given the data, with
+    ``omega ~ N(0, q Sigma)`` and ``V = Q0 - q``; the Bayes predictor is
+    ``y_hat = E[g(h) | omega]``, so ``E_gen = (1/T) E_omega tr Cov(g(h) | omega)``,
+    computed by the channel (:meth:`~aimlib.channels.base.Channel.generalization_error`;
+    ``kw`` are its options, e.g. ``n_qmc`` and ``seed`` for the softmax at ``T >= 3``).
+    Label noise adds ``T noise``: the predictor cannot foresee it.
+    """
+    return make_channel(channel, beta=beta, noise=noise).generalization_error(q, Q0, T, **kw)

@@ -1,0 +1,145 @@
+"""The state-evolution fixed point at one or many sample complexities, by the fastest exact route.
+
+Noiseless linear-type channels (``F_out = k / V``) are solved in closed form
+(:mod:`~aimlib.state_evolution.closed`), every other channel is iterated
+(:mod:`~aimlib.state_evolution.fixed_point`).  Each point is solved on its own
+to the requested tolerance: a value never depends on which other points were
+asked for (warm starts only save evaluations).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import _validate as v
+from ..channels import make_channel
+from .closed import solve_closed
+from .fixed_point import SEResult, fixed_point
+from .prior import prior_mmse, zero_slope
+
+__all__ = ["SECurve", "solve", "curve"]
+
+
+@dataclass(frozen=True)
+class SECurve:
+    """State evolution along a list of sample complexities (arrays in the input order).
+
+    For a channel with ``L > 1`` indices, ``mmse``, ``q`` and ``qhat`` have shape ``(n, L)``.
+    """
+
+    alpha: np.ndarray
+    mmse: np.ndarray
+    q: np.ndarray
+    qhat: np.ndarray
+    iterations: np.ndarray
+    method: str
+    evaluations: int = 0
+
+    def __len__(self) -> int:
+        return len(self.alpha)
+
+
+def _setup(T, rho, channel, beta, noise, method):
+    """Validate; return ``(T, rho, channel, method, k)`` with ``k`` set for the closed form."""
+    T = v.integer("T", T, minimum=2)
+    ch = make_channel(channel, beta=beta, noise=noise)
+    v.choice("method", method, {"auto", "closed", "iterate"})
+    k = ch.linear_k(T)
+    if method == "closed" and k is None:
+        raise ValueError(f"method='closed' needs a noiseless softmax or linear channel, got {ch!r}")
+    meth = method if method != "auto" else ("closed" if k is not None else "iterate")
+    if meth == "closed":
+        rho = v.rho(rho, allow_inf=True)
+    elif ch.n_indices == 1 and v.rho(rho, allow_inf=True) == math.inf:
+        raise ValueError("rho=inf is supported by method='closed' (noiseless softmax/linear) only")
+    return T, rho, ch, meth, k
+
+
+def _closed_result(alpha, V, delta, evals, trace, rho) -> SEResult:
+    Q0 = 1.0 + rho
+    qhat = math.inf if delta == 0 else (0.0 if math.isinf(delta) else 1.0 / delta)
+    return SEResult(alpha=alpha, mmse=V, q=Q0 - V, qhat=qhat, iterations=evals,
+                    trace=np.asarray(trace, dtype=float), method="closed")
+
+
+def solve(alpha: float, channel="softmax", *, T: int = 2, rho=0.5, beta: float | None = None,
+          noise: float | None = None, method: str = "auto", tol: float = 1e-12, mmse=None,
+          guess: float | None = None, **iterate_kw) -> SEResult:
+    r"""The SE fixed point at one ``alpha``.
+
+    ``method='closed'`` (default for noiseless softmax/linear) solves
+    ``V = mmse_S(V / alpha_bar)`` by a root find in ``log Delta`` (``tol`` on
+    ``log Delta``, ``guess`` an optional starting ``log Delta``); ``'iterate'``
+    calls :func:`~aimlib.state_evolution.fixed_point` (``iterate_kw``:
+    ``damping``, ``max_iter``, ``init``, ``on_max_iter``; ``tol`` is passed on).
+    ``rho = inf`` (Gaussian prior) is allowed with ``'closed'``.
+    """
+    alpha = v.nonnegative("alpha", alpha)
+    T, rho, ch, meth, k = _setup(T, rho, channel, beta, noise, method)
+    tol = v.positive("tol", tol)
+    if meth == "iterate":
+        return fixed_point(alpha, ch, T=T, rho=rho, tol=max(tol, 1e-13), mmse=mmse, **iterate_kw)
+    if iterate_kw:
+        raise TypeError(f"unexpected arguments for method='closed': {sorted(iterate_kw)}")
+    V, delta, evals, trace = solve_closed(k * alpha, prior_mmse(rho, mmse), zero_slope(rho, mmse),
+                                          guess, tol, gaussian=math.isinf(rho))
+    return _closed_result(alpha, V, delta, evals, trace, rho)
+
+
+def _alphas(alphas) -> np.ndarray:
+    a = np.asarray(alphas, dtype=float)
+    if a.ndim != 1 or a.size == 0:
+        raise ValueError(f"alphas must be a non-empty 1-d sequence, got shape {a.shape}")
+    if not np.all(np.isfinite(a)) or np.any(a < 0):
+        raise ValueError("alphas must be finite and >= 0")
+    return a
+
+
+def _extrapolate(hist, x):
+    """Next starting ``log Delta`` from the last two ``(log alpha, log Delta)`` solutions."""
+    if len(hist) >= 2 and hist[-1][0] != hist[-2][0]:
+        (x1, y1), (x2, y2) = hist[-2], hist[-1]
+        return y2 + (y2 - y1) / (x2 - x1) * (x - x2)
+    return hist[-1][1] if hist else None
+
+
+def curve(alphas, channel="softmax", *, T: int = 2, rho=0.5, beta: float | None = None,
+          noise: float | None = None, method: str = "auto", tol: float = 1e-12, warm_start: bool = True,
+          mmse=None, **iterate_kw) -> SECurve:
+    r"""SE fixed points along ``alphas`` (any order; results in the input order).
+
+    The points are solved in increasing ``alpha``.  Closed form: an exact root
+    find per point, started (``warm_start``) by extrapolating the previous
+    roots, about six prior-MMSE evaluations per point.  Iterated channels: each
+    point starts from the previous ``V`` when ``warm_start`` (following a branch
+    of fixed points continuously; ``warm_start=False`` starts every point from
+    the uninformative ``V = 1``).
+
+    Returns
+    -------
+    SECurve
+        ``alpha``, ``mmse``, ``q``, ``qhat``, ``iterations`` (per point) and
+        ``evaluations`` (prior-MMSE calls of the closed form).
+    """
+    a = _alphas(alphas)
+    T, rho, ch, meth, _ = _setup(T, rho, channel, beta, noise, method)
+    results, hist, evaluations = [None] * a.size, [], 0
+    init = iterate_kw.pop("init", None)
+    for i in np.argsort(a, kind="stable"):
+        if meth == "closed":
+            guess = _extrapolate(hist, math.log(a[i])) if warm_start and a[i] > 0 else None
+            r = solve(float(a[i]), ch, T=T, rho=rho, method="closed", tol=tol, mmse=mmse, guess=guess,
+                      **iterate_kw)
+            if 0 < r.qhat < math.inf:
+                hist.append((math.log(a[i]), -math.log(r.qhat)))
+            evaluations += r.iterations
+        else:
+            r = fixed_point(float(a[i]), ch, T=T, rho=rho, tol=max(tol, 1e-13), mmse=mmse, init=init,
+                            **iterate_kw)
+            init = r.mmse if warm_start else init
+        results[i] = r
+    col = {key: np.array([getattr(r, key) for r in results], dtype=float) for key in ("mmse", "q", "qhat")}
+    return SECurve(alpha=a.copy(), iterations=np.array([r.iterations for r in results]), method=meth,
+                   evaluations=int(evaluations), **col)
