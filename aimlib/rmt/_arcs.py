@@ -86,9 +86,10 @@ def _panels(sing, depth=60):
 
 
 def _root_pair(K, c0, sq, delta):
-    """Both roots ``P_small <= P_large`` of ``Delta P^2 + K P + c0 = 0``, given ``sq = sqrt(K^2 - 4 Delta c0)``.
+    """Both roots ``P_small <= P_large`` of ``Delta P^2 + K P + c0 = 0``.
 
-    The root away from zero is ``q / Delta`` with ``q = -(K + sign(K) sq)/2``, the other ``c0 / q``.
+    With ``sq = sqrt(K^2 - 4 Delta c0)`` and ``q = -(K + sign(K) sq)/2``, the
+    roots are ``q / Delta`` and ``c0 / q`` (no cancellation).
     """
     q = -0.5 * (K + np.copysign(sq, K))
     with np.errstate(all="ignore"):
