@@ -3,8 +3,8 @@
 Each panel is built, each control is changed, and the test checks that the
 plot changed and that the plotted data are what a direct call of the
 library returns.  Bad inputs must give a readable one-line message.  The
-redraw times of the state-evolution panel are printed (run with ``-s``),
-not asserted: they depend on the load of the machine.
+redraw times of the state-evolution panel are measured by
+``benchmarks/bench_widgets.py``.
 """
 from __future__ import annotations
 
@@ -133,39 +133,6 @@ def test_out_of_range_values_give_a_message():
     assert "seed must be >= 0" in _readable(s)
     s.controls["seed"].value = 2**31
     assert "seed must be <= 2147483647" in _readable(s)
-
-
-def test_se_panel_redraw_time(capsys):
-    """Print (do not assert) the redraw time: cold (new parameters) and from the cache."""
-    aw.clear_caches()
-    p = aw.se_panel()
-    cold, cached = [], []
-    for rho in (0.2, 0.4, 0.8, 1.6):
-        p.controls["rho"].value = rho
-        cold.append((p.last_seconds, p.last_cpu_seconds))
-    for _ in range(3):
-        for rho in (0.2, 0.4, 0.8, 1.6):
-            p.controls["rho"].value = rho
-            cached.append((p.last_seconds, p.last_cpu_seconds))
-    p.controls["channel"].value = "hardmax"
-    p.controls["alpha_range"].value = "0.01, 10"
-    hard_cold = []
-    for rho in (0.2, 0.4):
-        p.controls["rho"].value = rho
-        hard_cold.append((p.last_seconds, p.last_cpu_seconds))
-    hard_cached = []
-    for rho in (0.2, 0.4, 0.2, 0.4):
-        p.controls["rho"].value = rho
-        hard_cached.append((p.last_seconds, p.last_cpu_seconds))
-
-    def fmt(xs):
-        w, c = np.median(np.array(xs), axis=0)
-        return f"median wall {w * 1e3:.0f} ms, cpu {c * 1e3:.0f} ms (n={len(xs)})"
-
-    with capsys.disabled():
-        print(f"\n[SE panel redraw] softmax new parameters: {fmt(cold)}; from cache: {fmt(cached)}")
-        print(f"[SE panel redraw] hardmax new parameters: {fmt(hard_cold)}; from cache: {fmt(hard_cached)}")
-    assert p.error == ""
 
 
 # --------------------------------------------------------------------------- label noise
