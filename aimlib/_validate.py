@@ -114,3 +114,14 @@ def generator(seed) -> np.random.Generator:
             raise ValueError(f"seed must be a non-negative integer, got {seed}")
         return np.random.default_rng(seed)
     raise TypeError(f"seed must be an int, None or numpy.random.Generator, got {type(seed).__name__}")
+
+
+def real_or_text(name: str, value, *, allow_inf: bool = False) -> float:
+    """Return ``float(value)`` for a real number or a text holding one (a form field), as :func:`real`."""
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = float(text)
+        except ValueError:
+            raise ValueError(f"{name}: '{text}' is not a number") from None
+    return real(name, value, allow_inf=allow_inf)

@@ -3,11 +3,12 @@
 Each panel is built, each control is changed, and the test checks that the
 plot changed and that the plotted data are what a direct call of the
 library returns.  Bad inputs must give a readable one-line message.  The
-redraw times of the state-evolution panel are printed (run with ``-s``),
-not asserted: they depend on the load of the machine.
+redraw times of the state-evolution panel are measured by
+``benchmarks/bench_widgets.py``.
 """
 from __future__ import annotations
 
+import html
 import time
 
 import numpy as np
@@ -45,7 +46,7 @@ def _readable(panel):
     text = panel.error
     assert text, "expected a message in the panel"
     assert "Traceback" not in text and "File \"" not in text and "\n" not in text
-    assert text in panel.message.value or text.replace("'", "&#x27;") in panel.message.value
+    assert html.escape(text) in panel.message.value
     return text
 
 
@@ -102,7 +103,8 @@ def test_se_panel_hardmax(se_p):
     ("alpha_range", "abc, 1", "not a number"),
     ("alpha_range", "0.1", "two numbers"),
     ("alpha_range", "1, 0.1", "below"),
-    ("alpha_range", "0.001, 1e9", "between"),
+    ("alpha_range", "0.001, 1e9", "must be in [0.0001, 100.0]"),
+    ("alpha_range", "nan, 1", "must be finite"),
 ])
 def test_se_panel_bad_text_gives_a_message(name, value, words):
     p = aw.se_panel()
@@ -125,43 +127,12 @@ def test_out_of_range_values_give_a_message():
     # a slider clamps what a user can do; code (or a stale state) may not
     p.controls["rho"].max = 100.0
     p.controls["rho"].value = 50.0
-    assert "rho must be between" in _readable(p)
+    assert "rho must be in [0.01, 10.0]" in _readable(p)
     s = aw.spectrum_panel(d=100)
     s.controls["seed"].value = -3
-    assert "seed" in _readable(s)
-
-
-def test_se_panel_redraw_time(capsys):
-    """Print (do not assert) the redraw time: cold (new parameters) and from the cache."""
-    aw.clear_caches()
-    p = aw.se_panel()
-    cold, cached = [], []
-    for rho in (0.2, 0.4, 0.8, 1.6):
-        p.controls["rho"].value = rho
-        cold.append((p.last_seconds, p.last_cpu_seconds))
-    for _ in range(3):
-        for rho in (0.2, 0.4, 0.8, 1.6):
-            p.controls["rho"].value = rho
-            cached.append((p.last_seconds, p.last_cpu_seconds))
-    p.controls["channel"].value = "hardmax"
-    p.controls["alpha_range"].value = "0.01, 10"
-    hard_cold = []
-    for rho in (0.2, 0.4):
-        p.controls["rho"].value = rho
-        hard_cold.append((p.last_seconds, p.last_cpu_seconds))
-    hard_cached = []
-    for rho in (0.2, 0.4, 0.2, 0.4):
-        p.controls["rho"].value = rho
-        hard_cached.append((p.last_seconds, p.last_cpu_seconds))
-
-    def fmt(xs):
-        w, c = np.median(np.array(xs), axis=0)
-        return f"median wall {w * 1e3:.0f} ms, cpu {c * 1e3:.0f} ms (n={len(xs)})"
-
-    with capsys.disabled():
-        print(f"\n[SE panel redraw] softmax new parameters: {fmt(cold)}; from cache: {fmt(cached)}")
-        print(f"[SE panel redraw] hardmax new parameters: {fmt(hard_cold)}; from cache: {fmt(hard_cached)}")
-    assert p.error == ""
+    assert "seed must be >= 0" in _readable(s)
+    s.controls["seed"].value = 2**31
+    assert "seed must be <= 2147483647" in _readable(s)
 
 
 # --------------------------------------------------------------------------- label noise
@@ -189,7 +160,7 @@ def test_noise_panel_messages():
     p.controls["alpha_range"].value = "0.05, 5"
     p.controls["noise"].min = -6  # a slider clamps what a user can do; code may not
     p.controls["noise"].value = 1e-5
-    assert "noise must be between" in _readable(p)
+    assert "noise must be in [0.003, 1.0]" in _readable(p)
 
 
 # --------------------------------------------------------------------------- phase diagram

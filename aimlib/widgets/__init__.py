@@ -1,0 +1,53 @@
+r"""Interactive panels (ipywidgets) over the theory of the book.
+
+Every panel is built by a function and is itself a widget that can be
+displayed directly; what it exposes to a test or a reader (``controls``,
+``last_data``, ``last_png``, ``error``, ``redraw()``, ...) is described in
+:mod:`aimlib.widgets.base`.
+
+Panels
+------
+:func:`se_panel`
+    State-evolution error ``E_S(alpha)`` for the softmax or hardmax channel,
+    with the perfect-recovery threshold ``alpha_PR`` (softmax) and the
+    ``rho -> 0`` weak-recovery threshold ``alpha ~ rho * alpha_bar_WR`` (hardmax).
+:func:`phase_panel`
+    Phase diagram: ``E_S`` over the ``(rho, alpha)`` plane with the thresholds.
+:func:`noise_panel`
+    Softmax (``T = 2``) with label noise against the clean channel: the
+    transition at ``alpha_PR`` turns into a crossover and a ``1/alpha`` tail.
+:func:`spectrum_panel`
+    Spectral density of ``Y = S + sqrt(Delta) Z`` with a sampled finite-``d``
+    spectrum, and the RIE eigenvalue map against the oracle shrinkage.
+:func:`amp_panel`
+    A small GAMP-RIE run (button-triggered) against its state-evolution prediction.
+:func:`playground`
+    All of the above in one column.
+
+Plots are rendered with the object-oriented Matplotlib API (no ``pyplot``
+state) to PNG bytes and written with ``out.outputs = ()`` followed by
+``out.append_display_data(Image(...))``: this works in a kernel, outside one
+(tests), and in the static HTML of the book (the saved widget state holds
+the last image).
+"""
+from __future__ import annotations
+
+from .amp_run import amp_panel
+from .base import (ALPHA_BOUNDS, BETA_BOUNDS, CHANNELS, DELTA_BOUNDS, NOISE_BOUNDS, RHO_BOUNDS, RHO_NOISE,
+                   SEED_BOUNDS, T_BOUNDS, BadInput, Panel, W, clear_caches, noisy_curve_cached, parse_range,
+                   phase_grid_cached, render_png, round_sig, se_curve_cached, spectrum_sample_cached,
+                   thresholds_cached)
+from .spectrum import spectrum_panel
+from .theory import noise_panel, phase_panel, se_panel
+
+__all__ = ["Panel", "se_panel", "phase_panel", "noise_panel", "spectrum_panel", "amp_panel",
+           "playground", "render_png", "clear_caches"]
+
+
+def playground(run_amp: bool = False) -> W.VBox:
+    """Every panel in one column; ``box.panels`` maps names to the panels."""
+    panels = {"se": se_panel(), "phase": phase_panel(), "noise": noise_panel(),
+              "spectrum": spectrum_panel(), "amp": amp_panel(run=run_amp)}
+    box = W.VBox(list(panels.values()))
+    box.panels = panels
+    return box

@@ -1,0 +1,347 @@
+r"""The machinery of the panels: the :class:`Panel` base class, input checks, figures, caches.
+
+Every panel is itself a widget (an ``ipywidgets.VBox``) and exposes:
+
+``panel.controls``
+    ``dict`` name -> control widget (sliders, dropdowns, text fields, buttons).
+``panel.last_data``
+    ``dict`` of the arrays and numbers of the last successful plot (``None``
+    before the first one): what :mod:`aimlib` returned, so that a test can
+    compare them with a direct call.
+``panel.last_png``
+    PNG bytes of the last plot (what the panel shows).
+``panel.message``, ``panel.error``
+    An ``HTML`` widget holding, after a bad input, a one-line readable
+    explanation (never a traceback), and its plain text (or ``""``); the last
+    good plot stays visible.
+``panel.last_seconds``, ``panel.last_cpu_seconds``
+    Wall and CPU time of the last successful redraw (compute + render), in seconds.
+``panel.redraw()``
+    Recompute and redraw from the current control values (controls call it
+    on every change).
+
+Theory is cached with :func:`functools.lru_cache` on parameters rounded to 3
+significant digits (:func:`round_sig`), so that moving a control back and
+forth redraws from the cache.
+"""
+from __future__ import annotations
+
+import functools
+import html
+import io
+import math
+import time
+import warnings
+
+import numpy as np
+
+try:  # the widgets are an optional extra: pip install aimlib[widgets]
+    import ipywidgets as W
+    from IPython.display import Image
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError("aimlib.widgets needs ipywidgets and IPython (pip install aimlib[widgets])") from exc
+
+from .. import _validate as v
+from ..channels import softmax_k
+from ..errors import ConvergenceError
+from ..model import estimation_error
+
+#: Bounds accepted by the panels (wider values give a readable message).
+RHO_BOUNDS = (0.01, 10.0)
+ALPHA_BOUNDS = (1e-4, 100.0)
+DELTA_BOUNDS = (1e-3, 100.0)
+NOISE_BOUNDS = (3e-3, 1.0)    # the noise panel: with RHO_NOISE and BETA_BOUNDS, a cold redraw
+BETA_BOUNDS = (0.2, 3.0)      # (one tabulation of F_out) stays under half a minute
+RHO_NOISE = (0.05, 2.0)
+T_BOUNDS = (2, 8)
+SEED_BOUNDS = (0, 2**31 - 1)
+CHANNELS = ("softmax", "hardmax")
+
+_FIGSIZE = (7.2, 3.4)
+_DPI = 80
+_LABEL = {"description_width": "60px"}
+
+
+class BadInput(ValueError):
+    """A control holds a value the panel cannot use; the message is shown in the panel."""
+
+
+# --------------------------------------------------------------------------- reading the controls
+def round_sig(x: float, digits: int = 3) -> float:
+    """``x`` rounded to ``digits`` significant digits (the cache key of the panels)."""
+    x = float(x)
+    if x == 0 or not math.isfinite(x):
+        return x
+    return float(f"{x:.{digits - 1}e}")
+
+
+def number(name: str, value, low: float, high: float) -> float:
+    """A float in ``[low, high]`` from a control value (a number or a text holding one)."""
+    return v.in_range(name, v.real_or_text(name, value), low, high)
+
+
+def parse_range(name: str, text: str, low: float, high: float) -> tuple[float, float]:
+    """Parse ``"lo, hi"`` (also ``"lo hi"`` or ``"lo .. hi"``) into two floats in ``[low, high]``."""
+    if not isinstance(text, str):
+        raise BadInput(f"{name}: expected text such as '0.001, 1', got {text!r}")
+    parts = [p for p in text.replace("..", " ").replace(",", " ").replace(";", " ").split() if p]
+    if len(parts) != 2:
+        raise BadInput(f"{name}: type two numbers such as '0.001, 1', got '{text.strip()}'")
+    lo = number(f"{name} (lower end)", parts[0], low, high)
+    hi = number(f"{name} (upper end)", parts[1], low, high)
+    if not lo < hi:
+        raise BadInput(f"{name}: the lower end {lo:g} must be below the upper end {hi:g}")
+    return lo, hi
+
+
+def channel_and_tokens(controls: dict) -> tuple[str, int]:
+    """The ``channel`` and ``T`` controls, checked: the hardmax state evolution needs ``T = 2``."""
+    channel = v.choice("channel", controls["channel"].value, CHANNELS)
+    T = v.integer("T", controls["T"].value, *T_BOUNDS)
+    if channel == "hardmax" and T != 2:
+        raise BadInput(f"the hardmax state evolution is available for T = 2 only (its output "
+                       f"channel is a bivariate orthant probability); set T = 2 (now T = {T})")
+    return channel, T
+
+
+# --------------------------------------------------------------------------- figures
+def render_png(fig) -> bytes:
+    """PNG bytes of a Matplotlib figure (no metadata, so equal plots give equal bytes)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=_DPI, metadata={"Software": None})
+    return buf.getvalue()
+
+
+def figure(ncols: int = 1, figsize=_FIGSIZE, right: float = 0.98):
+    """A figure with fixed margins (a layout engine would triple the time of a redraw)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize, dpi=_DPI)
+    fig.subplots_adjust(left=0.09 if ncols == 1 else 0.07, right=right, bottom=0.14, top=0.92,
+                        wspace=0.25)
+    axes = [fig.add_subplot(1, ncols, i + 1) for i in range(ncols)]
+    return fig, axes
+
+
+# --------------------------------------------------------------------------- cached theory
+def _alpha_grid(lo: float, hi: float, scale: str, n: int) -> np.ndarray:
+    return np.geomspace(lo, hi, n) if scale == "log" else np.linspace(lo, hi, n)
+
+
+@functools.lru_cache(maxsize=512)
+def se_curve_cached(channel: str, T: int, rho: float, lo: float, hi: float, scale: str,
+                    n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(alphas, E_S)`` from :func:`aimlib.state_evolution.curve` (cached; arguments already rounded).
+
+    Hardmax curves are iterated to ``tol = 1e-8`` (about 1e-7 in ``E_S``) to
+    keep a redraw interactive.
+    """
+    from .. import state_evolution as se
+
+    alphas = _alpha_grid(lo, hi, scale, n)
+    kw = {"tol": 1e-8} if channel == "hardmax" else {}
+    c = se.curve(alphas, channel, T=T, rho=rho, **kw)
+    alphas.setflags(write=False)
+    mmse = np.asarray(c.mmse, dtype=float)
+    mmse.setflags(write=False)
+    return alphas, mmse
+
+
+@functools.lru_cache(maxsize=64)
+def noisy_curve_cached(rho: float, beta: float, noise: float, lo: float, hi: float,
+                       n: int) -> dict:
+    """SE of the noisy softmax (``T = 2``) on a log grid, with the tail law (cached; arguments rounded).
+
+    ``mmse`` from :func:`aimlib.state_evolution.solve`; ``tail = c0 / (alpha F_out(Q0))``
+    (:func:`aimlib.noisy_softmax.fisher_at_q0`, ``c0 = k alpha_PR`` the slope of
+    the prior MMSE at zero noise, ``k = T^2 + T - 2``).
+    """
+    from .. import noisy_softmax as ns
+    from .. import state_evolution as se
+
+    alphas = _alpha_grid(lo, hi, "log", n)
+    mmse = np.array([se.solve(a, T=2, rho=rho, beta=beta, noise=noise).mmse for a in alphas])
+    c0 = softmax_k(2) * se.perfect_recovery_threshold(rho, 2)
+    tail = c0 / (alphas * ns.fisher_at_q0(1 + rho, beta, noise))
+    for a in (alphas, mmse, tail):
+        a.setflags(write=False)
+    return {"alpha": alphas, "mmse": mmse, "tail": tail}
+
+
+@functools.lru_cache(maxsize=512)
+def thresholds_cached(channel: str, T: int, rho: float) -> dict:
+    """Thresholds drawn on the SE plots: ``alpha_pr`` (softmax) or ``alpha_wr`` (hardmax, ``rho -> 0``)."""
+    from .. import hardmax
+    from .. import state_evolution as se
+
+    if channel == "softmax":
+        return {"alpha_pr": float(se.perfect_recovery_threshold(rho, T)), "alpha_wr": None}
+    return {"alpha_pr": None, "alpha_wr": float(rho * hardmax.weak_recovery_threshold()),
+            "alpha_bar_wr": float(hardmax.weak_recovery_threshold())}
+
+
+@functools.lru_cache(maxsize=16)
+def phase_grid_cached(channel: str, T: int, n_rho: int, n_alpha: int) -> dict:
+    """``E_S`` on a log grid of ``(rho, alpha)``.
+
+    Softmax: computed on a grid of ``alpha_bar = k alpha`` (``k = T^2 + T - 2``) and rescaled.
+    """
+    from .. import hardmax
+    from .. import state_evolution as se
+
+    rhos = np.geomspace(0.05, 5.0, n_rho)
+    if channel == "softmax":
+        k = softmax_k(T)
+        abars = np.geomspace(1e-2, 2.0, n_alpha)
+        E = np.array([se.curve(abars / k, "softmax", T=T, rho=float(r)).mmse for r in rhos])
+        alphas = abars / k
+        rho_line = np.geomspace(rhos[0], rhos[-1], 80)
+        line = np.array([se.perfect_recovery_threshold(float(r), T) for r in rho_line])
+        name = "alpha_pr"
+    else:
+        alphas = np.geomspace(1e-2, 20.0, n_alpha)
+        E = np.array([se.curve(alphas, "hardmax", T=2, rho=float(r), tol=1e-8).mmse for r in rhos])
+        rho_line = np.geomspace(rhos[0], rhos[-1], 80)
+        line = rho_line * hardmax.weak_recovery_threshold()
+        name = "alpha_wr"
+    return {"rho": rhos, "alpha": alphas, "mmse": E, "rho_line": rho_line, name: line}
+
+
+@functools.lru_cache(maxsize=64)
+def spectrum_sample_cached(d: int, delta: float, rho: float, seed: int) -> dict:
+    """A finite-``d`` draw of ``(S, Y)`` (:func:`aimlib.rmt.sample_denoising`) and its RIE."""
+    from .. import rmt
+
+    S, Y = rmt.sample_denoising(d, delta, rho, seed)
+    lam, U = np.linalg.eigh(Y)
+    oracle = np.einsum("ij,ik,kj->j", U, S, U)  # u_i^T S u_i
+    S_hat = rmt.rie(Y, delta, rho)
+    return {"eigenvalues": lam, "oracle": oracle, "rie_error": estimation_error(S_hat, S)}
+
+
+def clear_caches() -> None:
+    """Empty every cache of the panels (used by the timing measurements)."""
+    for f in (se_curve_cached, noisy_curve_cached, thresholds_cached, phase_grid_cached,
+              spectrum_sample_cached):
+        f.cache_clear()
+
+
+# --------------------------------------------------------------------------- the panel base
+class Panel(W.VBox):
+    """A column: title, controls, a message line and an output area holding a PNG plot.
+
+    Subclasses implement ``_params() -> params`` (read the controls; a
+    ``ValueError``/``TypeError`` there is a bad input, shown as it is),
+    ``_compute(params) -> data`` and ``_plot(data) -> Figure``.
+    """
+
+    def __init__(self, title: str, controls: dict, rows: list, *, note: str = ""):
+        self.controls = controls
+        self.last_data = None
+        self.last_png = None
+        self.last_seconds = float("nan")
+        self.last_cpu_seconds = float("nan")
+        self.error = ""
+        self.message = W.HTML(value="", layout=W.Layout(min_height="1.5em"))
+        self.out = W.Output(layout=W.Layout(min_height=f"{int(_FIGSIZE[1] * _DPI) + 10}px"))
+        head = [W.HTML(f"<b>{html.escape(title)}</b>" + (f" &mdash; {note}" if note else ""))]
+        super().__init__(children=head + rows + [self.message, self.out])
+        self.add_class("aim-panel")
+        for c in controls.values():
+            if not isinstance(c, W.Button):
+                c.observe(self._on_change, names="value")
+
+    # hooks -----------------------------------------------------------------------
+    def _params(self) -> dict:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _compute(self, p: dict) -> dict:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _plot(self, data: dict):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # machinery -------------------------------------------------------------------
+    def _on_change(self, change=None):
+        self.redraw()
+
+    def _read_params(self) -> dict:
+        """``self._params()``, with any error in the control values raised as :class:`BadInput`."""
+        try:
+            return self._params()
+        except (ValueError, TypeError) as exc:
+            raise BadInput(str(exc)) from exc
+
+    def _show_error(self, text: str) -> None:
+        self.error = text
+        self.message.value = (f'<span class="aim-panel-error" style="color:#b00020">'
+                              f"&#9888; {html.escape(text)}</span>")
+
+    def _show(self, png: bytes) -> None:
+        self.out.outputs = ()
+        self.out.append_display_data(Image(data=png, format="png"))
+
+    def redraw(self) -> bool:
+        """Recompute and redraw; return ``True`` on success, ``False`` if a message is shown."""
+        t0, c0 = time.perf_counter(), time.process_time()
+        try:
+            p = self._read_params()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                data = self._compute(p)
+            fig = self._plot(data)
+            png = render_png(fig)
+        except BadInput as exc:
+            self._show_error(str(exc))
+            return False
+        except (ValueError, TypeError, ArithmeticError, ConvergenceError) as exc:
+            self._show_error(f"cannot compute with these values: {exc}")
+            return False
+        except Exception as exc:  # noqa: BLE001 - a panel must never show a traceback
+            self._show_error(f"unexpected problem ({type(exc).__name__}): {exc}")
+            return False
+        self.error = ""
+        self.message.value = ""
+        self.last_data = data
+        self.last_png = png
+        self._show(png)
+        self.last_seconds = time.perf_counter() - t0
+        self.last_cpu_seconds = time.process_time() - c0
+        return True
+
+
+# --------------------------------------------------------------------------- controls
+def dropdown(options, value, description):
+    """A drop-down list of ``options``."""
+    return W.Dropdown(options=list(options), value=value, description=description,
+                      layout=W.Layout(width="200px"), style=_LABEL)
+
+
+def log_slider(value, lo, hi, description, step=0.05, fmt=".3g"):
+    """A slider on ``[lo, hi]`` in ``log10`` steps of ``step``."""
+    return W.FloatLogSlider(value=value, base=10, min=math.log10(lo), max=math.log10(hi), step=step,
+                            description=description, readout_format=fmt, continuous_update=False,
+                            style=_LABEL)
+
+
+def int_slider(value, lo, hi, description, step=1):
+    """An integer slider on ``[lo, hi]``."""
+    return W.IntSlider(value=value, min=lo, max=hi, step=step, description=description,
+                       continuous_update=False, style=_LABEL)
+
+
+def toggle(options, value, description):
+    """A row of toggle buttons, one per option."""
+    return W.ToggleButtons(options=list(options), value=value, description=description,
+                           style={**_LABEL, "button_width": "64px"})
+
+
+def range_text(value, description="α range"):
+    """A text field for a range ``"lo, hi"`` (read with :func:`parse_range`)."""
+    return W.Text(value=value, description=description, continuous_update=False, style=_LABEL,
+                  layout=W.Layout(width="220px"))
+
+
+def seed_field(value):
+    """An integer field for a random seed."""
+    return W.IntText(value=value, description="seed", style=_LABEL, layout=W.Layout(width="160px"))
