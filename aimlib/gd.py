@@ -58,7 +58,6 @@ __all__ = [
     "loss_and_grad",
     "train_gd",
     "run_gd",
-    "sweep",
 ]
 
 OPTIMIZERS = ("adam", "gd")
@@ -597,26 +596,3 @@ def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int
         out["data"] = data
     return out
 
-
-def sweep(Ts, alpha_bars, d: int, *, rho: float = 0.5, restarts: int = 8, seeds=(0,),
-          **options) -> list[dict]:
-    r"""Run :func:`run_gd` on a grid of ``T`` and effective sample complexities ``alpha_bar``.
-
-    For each ``T`` the sample complexity is ``alpha = alpha_bar / (T^2 + T - 2)``.
-    Returns one row per ``(T, alpha_bar, seed)`` with ``T``, ``alpha_bar``,
-    ``alpha``, ``d``, ``n``, ``seed``, ``restarts``, ``mmse_single_mean``,
-    ``mmse_single_std`` (over restarts), ``mmse_averaged``, ``seconds``.
-    """
-    rows = []
-    for T in Ts:
-        T = v.integer("T", T, minimum=2)
-        for ab in alpha_bars:
-            ab = v.positive("alpha_bar", ab)
-            for s in seeds:
-                out = run_gd(T, rho, ab / (T * T + T - 2), d, s, restarts=restarts, **options)
-                rows.append({"T": T, "alpha_bar": ab, "alpha": out["alpha"], "d": d, "n": out["n"],
-                             "seed": s, "restarts": restarts,
-                             "mmse_single_mean": out["mmse_single"],
-                             "mmse_single_std": out["mmse_single_std"],
-                             "mmse_averaged": out["mmse_averaged"], "seconds": out["seconds"]})
-    return rows
