@@ -47,7 +47,7 @@ def test_student_indices_and_loss_definition():
 
 
 def _instance(alpha_bar, d, T=2, rho=0.5, seed=0, dtype=np.float64, backend=None):
-    alpha = alpha_bar / (T * T + T - 2)
+    alpha = alpha_bar / channels.softmax_k(T)
     return model.sample_dataset(alpha, d, T, rho, channels.Softmax(1.0), seed, dtype=dtype, backend=backend)
 
 
