@@ -1,8 +1,11 @@
 """Tests of aimlib.gd: gradient, training, batched restarts, averaging, validation."""
+import re
+import warnings
+
 import numpy as np
 import pytest
 
-from aimlib import ConvergenceError, channels, gd, model
+from aimlib import ConvergenceError, channels, cli, gd, model
 
 
 def _data(n=20, T=3, d=7, beta=1.5, seed=0):
@@ -164,6 +167,8 @@ def test_train_gd_rejects_bad_arrays():
         gd.train_gd(X, y, X_test=X, steps=2)
     with pytest.raises(ValueError, match="W"):
         gd.loss_and_grad(X, y, np.ones((4, 2)))
+    with pytest.raises(ValueError, match="adam_betas"):
+        gd.train_gd(X, y, adam_betas=(0.9,), steps=2)
 
 
 def test_divergence_raises_convergence_error():
@@ -191,3 +196,49 @@ def test_posterior_sample_doubles_the_error():
     samples = mean[:, None] + rng.standard_normal((reps, k, p)) @ np.linalg.cholesky(C).T
     err_avg = np.mean(np.sum((samples.mean(1) - s) ** 2, 1))
     assert np.isclose(err_avg, (1 + 1 / k) * mmse, rtol=0.03)
+
+
+@pytest.mark.parametrize("X,y", [(np.zeros((0, 2, 5)), np.zeros((0, 2, 2))),
+                                 (np.zeros((3, 2, 0)), np.zeros((3, 2, 2)))], ids=["n=0", "d=0"])
+def test_empty_data_is_named(X, y):
+    """No samples (or no dimensions) is a bad X, not a diverging run."""
+    with pytest.raises(ValueError, match=r"X must have shape \(n, T, d\) with n >= 1"):
+        gd.train_gd(X, y, steps=2)
+    Xg, yg = _data(n=10, T=2, d=5)
+    with pytest.raises(ValueError, match=r"X must have shape .* n >= 1"):
+        gd.train_gd(Xg, yg, X_test=np.zeros((0, 2, 5)), y_test=np.zeros((0, 2, 2)), steps=2)
+
+
+# ---------------------------------------------------------------------------
+# inverse temperature: the range where the computation stays finite
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("beta", [1e308, gd.BETA_MAX * 1.01, float("inf"), 0.0, -1.0])
+def test_beta_outside_its_range_is_rejected_by_every_entry_point(beta):
+    X, y = _data(n=6, T=2, d=5)
+    W = np.ones((5, 2))
+    match = re.escape(f"beta must be in (0, {gd.BETA_MAX:g}]")
+    for call in (lambda: gd.run_gd(2, 0.5, 0.1, 10, 0, beta=beta, steps=2),
+                 lambda: gd.train_gd(X, y, beta=beta, steps=2),
+                 lambda: gd.loss_and_grad(X, y, W, beta), lambda: gd.loss(X, y, W, beta),
+                 lambda: gd.student_output(X, W, beta)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # rejected before any overflow
+            with pytest.raises(ValueError, match=match):
+                call()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_largest_beta_stays_finite(dtype):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = gd.run_gd(3, 0.5, 0.2, 12, 0, beta=gd.BETA_MAX, restarts=2, steps=20, dtype=dtype)
+    assert np.all(np.isfinite(out["mmse_single_all"] + out["train_loss"] + [out["mmse_averaged"]]))
+
+
+def test_cli_too_large_beta_is_one_line(capsys):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert cli.main(["gd", "--alpha", "0.1", "--d", "20", "--steps", "5", "--beta", "1e308"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "beta must be in (0, 1e+30], got 1e+308" in err[0]

@@ -18,7 +18,7 @@ same code runs on NumPy and CuPy.
 """
 from .optim import OPTIMIZERS
 from .run import run_gd
-from .student import (initial_weights, loss, loss_and_grad, student_indices, student_matrix,
+from .student import (BETA_MAX, initial_weights, loss, loss_and_grad, student_indices, student_matrix,
                       student_output)
 from .train import GDResult, train_gd
 
@@ -32,5 +32,6 @@ __all__ = [
     "loss_and_grad",
     "train_gd",
     "run_gd",
+    "BETA_MAX",
     "OPTIMIZERS",
 ]

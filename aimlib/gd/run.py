@@ -9,6 +9,7 @@ from .. import _validate as v
 from ..backend import float_dtype
 from ..channels import Softmax
 from ..model import attention_indices, sample_dataset, sample_tokens
+from .student import check_beta
 from .train import train_gd
 
 _NOT_OPTIONS = ("X", "y", "S", "init", "restarts", "X_test", "y_test")
@@ -71,7 +72,7 @@ def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int
         Working precision (default ``float32``: about twice as fast on CPU, and
         the error is unaffected at the resolution of the figures).
     beta : float
-        Inverse temperature of teacher and student.
+        Inverse temperature of teacher and student, in ``(0, BETA_MAX]``.
     n_test : int, optional
         Size of the test set (default ``min(n, 2000)``).
     return_result : bool
@@ -98,7 +99,7 @@ def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int
     d = v.integer("d", d, minimum=2)
     restarts = v.integer("restarts", restarts, minimum=1)
     seed = _check_seed(seed)
-    beta = v.positive("beta", beta)
+    beta = check_beta(beta)
     dt = float_dtype(dtype, np.float32).type
     n_test = None if n_test is None else v.integer("n_test", n_test, minimum=1)
     for bad in _NOT_OPTIONS:

@@ -19,6 +19,19 @@ from .. import _validate as v
 from ..backend import get_array_module, module_named, to_common, to_device
 from ..channels import row_softmax
 
+#: Largest inverse temperature: ``beta h`` stays finite in float32 (max 3.4e38)
+#: for indices up to ``|h| ~ 1e8``, far beyond the O(1) indices of the model.
+BETA_MAX = 1e30
+
+
+def check_beta(beta) -> float:
+    """Return ``beta`` as a float in ``(0, BETA_MAX]``, else raise ``ValueError`` naming it."""
+    b = v.real("beta", beta, allow_inf=True)
+    if not 0 < b <= BETA_MAX:
+        raise ValueError(f"beta must be in (0, {BETA_MAX:g}], got {beta!r}")
+    return b
+
+
 def as_batch(W, name: str = "W"):
     """Return ``(W3, squeeze)``: ``W`` as ``(k, d, r)`` and whether it came as ``(d, r)``."""
     if W.ndim == 2:
@@ -72,8 +85,9 @@ def check_xy(X, y, W=None):
     """
     X = v.finite_array("X", X, ndim=3)
     n, T, d = X.shape
-    if T < 2:
-        raise ValueError(f"X must have T >= 2 tokens per sample, got shape {tuple(X.shape)}")
+    if n < 1 or T < 2 or d < 1:
+        raise ValueError(f"X must have shape (n, T, d) with n >= 1 samples, T >= 2 tokens and d >= 1, "
+                         f"got {tuple(X.shape)}")
     if y is not None:
         y = v.finite_array("y", y, ndim=3)
         if y.shape != (n, T, T):
@@ -120,7 +134,7 @@ def student_indices(X, W):
 
 def student_output(X, W, beta: float = 1.0):
     """The student's prediction ``softmax(beta h_hat)`` (shape as :func:`student_indices`)."""
-    beta = v.positive("beta", beta)
+    beta = check_beta(beta)
     return row_softmax(beta * student_indices(X, W))
 
 
@@ -161,7 +175,7 @@ def loss_grad(X2, y, W3, beta, n, T, want_grad=True):
 
 def _checked_loss_grad(X, y, W, beta, want_grad):
     """Validate, then :func:`loss_grad`; a ``(d, r)`` ``W`` gives a float loss and a ``(d, r)`` gradient."""
-    beta = v.positive("beta", beta)
+    beta = check_beta(beta)
     X, y, W = check_xy(X, y, W)
     n, T, _ = X.shape
     W3, squeeze = as_batch(W)
@@ -185,7 +199,7 @@ def loss_and_grad(X, y, W, beta: float = 1.0):
         Student weights; with a leading restart axis, ``k`` losses and gradients
         are returned at once.
     beta : float
-        Inverse temperature of the student's softmax.
+        Inverse temperature of the student's softmax, in ``(0, BETA_MAX]``.
 
     Returns
     -------

@@ -18,7 +18,7 @@ from ..backend import get_array_module, to_device, to_host
 from ..errors import ConvergenceError
 from ..model import estimation_error, teacher_width
 from .optim import make_optimizer
-from .student import as_batch, check_xy, gram, initial_weights, loss_grad
+from .student import as_batch, check_beta, check_xy, gram, initial_weights, loss_grad
 
 
 @dataclass
@@ -268,12 +268,13 @@ def train_gd(X, y, *, rank: int | None = None, rho: float | None = None, beta: f
     ----------
     X, y : arrays (n, T, d) and (n, T, T)
         Training data (NumPy or CuPy; the computation runs on the GPU if
-        either is a CuPy array, in the dtype of ``X``).
+        either is a CuPy array, in the dtype of ``X``); ``n >= 1``, ``T >= 2``.
     rank, rho : int, float, optional
         Student width ``r`` (default ``round(rho d)``, or ``d // 2`` without
         ``rho``); widths above the teacher's (over-parameterised students) are allowed.
     beta : float
-        Inverse temperature of the student's softmax (the teacher's, normally).
+        Inverse temperature of the student's softmax (the teacher's, normally),
+        in ``(0, BETA_MAX]``.
     restarts : int
         Number ``k`` of independently initialised students, trained together.
     seed : int, Generator or None
@@ -312,7 +313,7 @@ def train_gd(X, y, *, rank: int | None = None, rho: float | None = None, beta: f
     if not np.issubdtype(X.dtype, np.floating):
         raise TypeError(f"X must have a floating dtype, got {X.dtype}")
     n, T, d = X.shape
-    problem = _Problem(X, y.astype(X.dtype, copy=False), v.positive("beta", beta))
+    problem = _Problem(X, y.astype(X.dtype, copy=False), check_beta(beta))
     rule = make_optimizer(optimizer, lr=lr, adam_betas=adam_betas, adam_eps=adam_eps)
     sched = _schedule(steps, tol, record_every, batch_size, n)
     init_scale = v.positive("init_scale", init_scale)
