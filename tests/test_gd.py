@@ -1,5 +1,6 @@
-"""Tests of aimlib.gd: gradient, training, batched restarts, averaging, validation."""
+"""Tests of aimlib.gd: gradient, training, batched restarts, averaging, validation, memory guard."""
 import re
+import tracemalloc
 import warnings
 
 import numpy as np
@@ -242,3 +243,72 @@ def test_cli_too_large_beta_is_one_line(capsys):
         assert cli.main(["gd", "--alpha", "0.1", "--d", "20", "--steps", "5", "--beta", "1e308"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "beta must be in (0, 1e+30], got 1e+308" in err[0]
+
+
+# ---------------------------------------------------------------------------
+# memory guard
+# ---------------------------------------------------------------------------
+
+def _limit(exc, name):
+    """The upper end of the range that the memory error quotes for ``name``."""
+    return re.search(rf"{name} must be in [\[(]\S+, ([^\]]+)\]", str(exc.value)).group(1)
+
+
+def test_too_many_restarts_are_refused_before_allocating(capsys):
+    with pytest.raises(ValueError, match=r"restarts = 100000000: .* memory_mb = 8192") as exc:
+        gd.run_gd(2, 0.5, 0.1, 20, 0, restarts=10**8, steps=5)
+    assert int(_limit(exc, "restarts")) < 10**6
+    assert cli.main(["gd", "--alpha", "0.1", "--d", "20", "--steps", "5", "--restarts", "100000000"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "restarts must be in [1, " in err[0]
+    X, y = _data(n=10, T=2, d=5)
+    with pytest.raises(ValueError, match=r"restarts = 100000000: .*restarts must be in \[1, "):
+        gd.train_gd(X, y, restarts=10**8, steps=2)
+
+
+def test_the_quoted_limit_is_the_largest_that_fits():
+    X, y = _data(n=10, T=2, d=5)
+    with pytest.raises(ValueError, match="restarts") as exc:
+        gd.train_gd(X, y, restarts=10**6, steps=1, memory_mb=0.5)
+    k = int(_limit(exc, "restarts"))
+    assert gd.train_gd(X, y, restarts=k, steps=1, memory_mb=0.5).W.shape[0] == k
+    with pytest.raises(ValueError, match=f"more than memory_mb = 0.5; at restarts = {k + 1},"):
+        gd.train_gd(X, y, restarts=k + 1, steps=1, memory_mb=0.5)
+
+
+def test_too_many_samples_are_named():
+    X, y = _data(n=2000, T=2, d=5)
+    with pytest.raises(ValueError, match=r"n = 2000: .*n must be in \[1, \d+\]"):
+        gd.train_gd(X, y, restarts=1, steps=1, memory_mb=0.1)
+    with pytest.raises(ValueError, match=r"alpha = 1e\+308: .*alpha must be in \(0, ") as exc:
+        gd.run_gd(2, 0.5, 1e308, 20, 0, steps=5)
+    alpha_max = float(_limit(exc, "alpha"))
+    assert 1e3 < alpha_max < 1e6  # about 3.8e4 at d = 20, T = 2 and 8 GiB
+    with pytest.raises(ValueError, match=r"d = 100000"):
+        gd.run_gd(2, 0.5, 0.1, 100000, 0, steps=5)
+
+
+@pytest.mark.parametrize("memory_mb", [0, -1.0, float("nan"), "8"])
+def test_memory_budget_is_validated(memory_mb):
+    with pytest.raises((ValueError, TypeError), match="memory_mb"):
+        gd.run_gd(2, 0.5, 0.1, 10, 0, steps=2, memory_mb=memory_mb)
+    X, y = _data(n=10, T=2, d=5)
+    with pytest.raises((ValueError, TypeError), match="memory_mb"):
+        gd.train_gd(X, y, steps=2, memory_mb=memory_mb)
+
+
+@pytest.mark.parametrize("T,alpha,d,k,dtype,kw", [
+    (2, 0.1, 60, 1, np.float32, {}), (3, 0.3, 30, 8, np.float64, {}),
+    (2, 0.02, 80, 1, np.float32, {"rank": 160}), (4, 0.5, 12, 64, np.float32, {"batch_size": 10}),
+])
+def test_memory_estimate_bounds_the_measured_peak(T, alpha, d, k, dtype, kw):
+    n = model.n_samples(alpha, d)
+    r = kw.get("rank", model.teacher_width(d, 0.5))
+    est = gd.memory_estimate(n, T, d, r, k, n_test=min(n, 2000), itemsize=np.dtype(dtype).itemsize)
+    tracemalloc.start()
+    try:
+        gd.run_gd(T, 0.5, alpha, d, 0, restarts=k, steps=6, record_every=5, dtype=dtype, **kw)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak <= est <= 3 * peak

@@ -10,12 +10,13 @@ The student has the teacher's architecture (book, chapter "Gradient descent"):
 
 Modules: :mod:`~aimlib.gd.student` (indices through ``X W``, output, loss and
 its analytic gradient), :mod:`~aimlib.gd.optim` (Adam and plain gradient
-descent), :mod:`~aimlib.gd.train`
+descent), :mod:`~aimlib.gd.memory` (the memory guard), :mod:`~aimlib.gd.train`
 (:func:`train_gd`: ``k`` restarts batched in one array computation) and
 :mod:`~aimlib.gd.run` (:func:`run_gd`: sample a data set and train).  Every
 array operation goes through :func:`aimlib.backend.get_array_module`, so the
 same code runs on NumPy and CuPy.
 """
+from .memory import MEMORY_MB, memory_estimate
 from .optim import OPTIMIZERS
 from .run import run_gd
 from .student import (BETA_MAX, initial_weights, loss, loss_and_grad, student_indices, student_matrix,
@@ -32,6 +33,8 @@ __all__ = [
     "loss_and_grad",
     "train_gd",
     "run_gd",
+    "memory_estimate",
+    "MEMORY_MB",
     "BETA_MAX",
     "OPTIMIZERS",
 ]

@@ -8,7 +8,8 @@ import numpy as np
 from .. import _validate as v
 from ..backend import float_dtype
 from ..channels import Softmax
-from ..model import attention_indices, sample_dataset, sample_tokens
+from ..model import attention_indices, sample_dataset, sample_tokens, teacher_width
+from .memory import MEMORY_MB, check_memory, check_memory_mb, memory_estimate
 from .student import check_beta
 from .train import train_gd
 
@@ -27,6 +28,17 @@ def _check_seed(seed):
     if seed is not None and seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed}")
     return seed
+
+
+def _check_run_memory(T, rho, alpha, d, restarts, n_test, rank, itemsize, memory_mb):
+    """The memory guard of :func:`run_gd`, before anything is sampled (``n = alpha d^2`` named as ``alpha``)."""
+    def need(restarts, n, d, T, n_test=None):
+        r = teacher_width(d, rho) if rank is None else rank
+        return memory_estimate(n, T, d, r, restarts, n_test=_test_size(n, n_test), itemsize=itemsize)
+
+    n = max(1, round(min(alpha * d * d, 1e30)))  # n_samples(alpha, d), also where alpha d^2 overflows
+    sizes = dict(restarts=restarts, n=n, d=d, T=T, **({} if n_test is None else {"n_test": n_test}))
+    check_memory(need, sizes, memory_mb, via={"n": ("alpha", alpha, d * d)})
 
 
 def _sample(T, rho, alpha, d, seed, beta, n_test, backend, dtype):
@@ -54,7 +66,7 @@ def _summary(res) -> dict:
 
 def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int = 1,
            backend: str | None = None, dtype=None, beta: float = 1.0, n_test: int | None = None,
-           return_result: bool = False, **options) -> dict:
+           return_result: bool = False, memory_mb: float = MEMORY_MB, **options) -> dict:
     r"""Sample an AIM data set (softmax channel) and train ``restarts`` GD students on it.
 
     Parameters
@@ -79,6 +91,10 @@ def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int
         Also return the full :class:`GDResult` under the key ``'result'`` and
         the training data (:class:`aimlib.model.Dataset`, with the teacher ``S``)
         under ``'data'``.
+    memory_mb : float
+        Budget in MiB for the arrays (data and training, :func:`memory_estimate`),
+        checked before anything is sampled; the error names the parameter to
+        lower (``alpha`` for the number of samples) and its allowed range.
     **options
         Passed to :func:`train_gd` (``rank``, ``optimizer``, ``lr``, ``steps``,
         ``tol``, ``batch_size``, ``init_scale``, ``record_every``, ...).
@@ -102,15 +118,19 @@ def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int
     beta = check_beta(beta)
     dt = float_dtype(dtype, np.float32).type
     n_test = None if n_test is None else v.integer("n_test", n_test, minimum=1)
+    memory_mb = check_memory_mb(memory_mb)
     for bad in _NOT_OPTIONS:
         if bad in options:
             raise TypeError(f"run_gd got an unexpected option {bad!r}")
+    rank = options.get("rank")
+    _check_run_memory(T, rho, alpha, d, restarts, n_test,
+                      None if rank is None else v.integer("rank", rank, minimum=1), np.dtype(dt).itemsize, memory_mb)
     options.setdefault("rho", rho)
 
     t0 = time.perf_counter()
     data, X_test, y_test = _sample(T, rho, alpha, d, seed, beta, n_test, backend, dt)
     res = train_gd(data.X, data.y, beta=beta, restarts=restarts, S=data.S, X_test=X_test, y_test=y_test,
-                   seed=None if seed is None else int(seed) * 1000003 + 7, **options)
+                   seed=None if seed is None else int(seed) * 1000003 + 7, memory_mb=memory_mb, **options)
     summary = _summary(res)
     out = {"alpha": alpha, "d": d, "seed": seed, "restarts": restarts, "mmse_single": summary.pop("mmse_single"),
            "mmse_averaged": summary.pop("mmse_averaged"), "seconds": time.perf_counter() - t0,

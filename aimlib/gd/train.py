@@ -17,6 +17,7 @@ from .. import _validate as v
 from ..backend import get_array_module, to_device, to_host
 from ..errors import ConvergenceError
 from ..model import estimation_error, teacher_width
+from .memory import MEMORY_MB, check_memory, check_memory_mb, memory_estimate
 from .optim import make_optimizer
 from .student import as_batch, check_beta, check_xy, gram, initial_weights, loss_grad
 
@@ -261,7 +262,8 @@ def train_gd(X, y, *, rank: int | None = None, rho: float | None = None, beta: f
              restarts: int = 1, seed=None, init=None, init_scale: float = 1.0,
              optimizer: str = "adam", lr: float = 0.1, steps: int = 1000,
              adam_betas=(0.9, 0.999), adam_eps: float = 1e-8, batch_size: int | None = None,
-             tol: float = 1e-10, S=None, X_test=None, y_test=None, record_every: int = 10) -> GDResult:
+             tol: float = 1e-10, S=None, X_test=None, y_test=None, record_every: int = 10,
+             memory_mb: float = MEMORY_MB) -> GDResult:
     r"""Train ``restarts`` students ``S_hat = W W^T / sqrt(r d)`` on ``(X, y)`` at once.
 
     Parameters
@@ -304,6 +306,10 @@ def train_gd(X, y, *, rank: int | None = None, rho: float | None = None, beta: f
         A test set, to record the test loss.
     record_every : int
         Record the curves every this many steps (and at the last step).
+    memory_mb : float
+        Budget in MiB for the arrays of the run (:func:`memory_estimate`);
+        a larger estimate raises ``ValueError`` naming the parameter to lower.
+
     Returns
     -------
     GDResult
@@ -319,6 +325,8 @@ def train_gd(X, y, *, rank: int | None = None, rho: float | None = None, beta: f
     init_scale = v.positive("init_scale", init_scale)
     S, test = _teacher_and_test(S, X_test, y_test, X)
     init, k, r = _width_and_restarts(init, rank, rho, restarts, d)
+    sizes = dict(restarts=k, n=n, T=T, d=d, rank=r, **({"n_test": test[0].shape[0]} if test else {}))
+    check_memory(lambda **s: memory_estimate(**s, itemsize=X.dtype.itemsize), sizes, check_memory_mb(memory_mb))
     W = _initial_W(init, k, r, seed, init_scale, X)
     xp = get_array_module(X)
     batches = None if sched.batch_size is None else _Batches(n, sched.batch_size, seed, xp)
