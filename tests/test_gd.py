@@ -302,12 +302,13 @@ def test_memory_budget_is_validated(memory_mb):
     (2, 0.02, 80, 1, np.float32, {"rank": 160}), (4, 0.5, 12, 64, np.float32, {"batch_size": 10}),
 ])
 def test_memory_estimate_bounds_the_measured_peak(T, alpha, d, k, dtype, kw):
+    """An upper estimate, within a factor 3 of the peak that tracemalloc sees (NumPy arrays, so on the host)."""
     n = model.n_samples(alpha, d)
     r = kw.get("rank", model.teacher_width(d, 0.5))
     est = gd.memory_estimate(n, T, d, r, k, n_test=min(n, 2000), itemsize=np.dtype(dtype).itemsize)
     tracemalloc.start()
     try:
-        gd.run_gd(T, 0.5, alpha, d, 0, restarts=k, steps=6, record_every=5, dtype=dtype, **kw)
+        gd.run_gd(T, 0.5, alpha, d, 0, restarts=k, steps=6, record_every=5, dtype=dtype, backend="numpy", **kw)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
