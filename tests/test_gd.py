@@ -297,6 +297,17 @@ def test_memory_budget_is_validated(memory_mb):
         gd.train_gd(X, y, steps=2, memory_mb=memory_mb)
 
 
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(n=0), "n"), (dict(T=1), "T"), (dict(d=0), "d"), (dict(rank=0), "rank"), (dict(restarts=0), "restarts"),
+    (dict(n_test=-1), "n_test"), (dict(itemsize=0), "itemsize"), (dict(n=1.5), "n"),
+])
+def test_memory_estimate_rejects_bad_sizes(kwargs, match):
+    args = dict(n=10, T=2, d=5, rank=2, restarts=1, n_test=0, itemsize=8)
+    args.update(kwargs)
+    with pytest.raises((ValueError, TypeError), match=match):
+        gd.memory_estimate(**args)
+
+
 @pytest.mark.parametrize("T,alpha,d,k,dtype,kw", [
     (2, 0.1, 60, 1, np.float32, {}), (3, 0.3, 30, 8, np.float64, {}),
     (2, 0.02, 80, 1, np.float32, {"rank": 160}), (4, 0.5, 12, 64, np.float32, {"batch_size": 10}),

@@ -33,7 +33,12 @@ def memory_estimate(n: int, T: int, d: int, rank: int, restarts: int = 1, *, n_t
     An upper estimate (see the module docstring) for a working precision of
     ``itemsize`` bytes per entry.
     """
-    k, r, m = restarts, rank, max(n, n_test)
+    n, d, k, r = (v.integer(name, x, minimum=1) for name, x in
+                  (("n", n), ("d", d), ("restarts", restarts), ("rank", rank)))
+    T = v.integer("T", T, minimum=2)
+    n_test = v.integer("n_test", n_test, minimum=0)
+    itemsize = v.integer("itemsize", itemsize, minimum=1)
+    m = max(n, n_test)
     data = n * T * (d + 2 * T) + n_test * T * (d + T)
     work = 8 * k * d * r + k * m * T * (8 * T + 3 * r) + 3 * k * d * d
     draws = m * T * d + 2 * k * d * r + 2 * d * d + d * r
