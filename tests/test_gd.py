@@ -1,8 +1,12 @@
-"""Tests of aimlib.gd: gradient, training, batched restarts, averaging, validation."""
+"""Tests of aimlib.gd: gradient, training, batched restarts, averaging, validation, memory guard."""
+import re
+import tracemalloc
+import warnings
+
 import numpy as np
 import pytest
 
-from aimlib import ConvergenceError, channels, gd, model
+from aimlib import ConvergenceError, channels, cli, gd, model
 
 
 def _data(n=20, T=3, d=7, beta=1.5, seed=0):
@@ -47,7 +51,7 @@ def test_student_indices_and_loss_definition():
 
 
 def _instance(alpha_bar, d, T=2, rho=0.5, seed=0, dtype=np.float64, backend=None):
-    alpha = alpha_bar / (T * T + T - 2)
+    alpha = alpha_bar / channels.softmax_k(T)
     return model.sample_dataset(alpha, d, T, rho, channels.Softmax(1.0), seed, dtype=dtype, backend=backend)
 
 
@@ -164,6 +168,8 @@ def test_train_gd_rejects_bad_arrays():
         gd.train_gd(X, y, X_test=X, steps=2)
     with pytest.raises(ValueError, match="W"):
         gd.loss_and_grad(X, y, np.ones((4, 2)))
+    with pytest.raises(ValueError, match="adam_betas"):
+        gd.train_gd(X, y, adam_betas=(0.9,), steps=2)
 
 
 def test_divergence_raises_convergence_error():
@@ -191,3 +197,130 @@ def test_posterior_sample_doubles_the_error():
     samples = mean[:, None] + rng.standard_normal((reps, k, p)) @ np.linalg.cholesky(C).T
     err_avg = np.mean(np.sum((samples.mean(1) - s) ** 2, 1))
     assert np.isclose(err_avg, (1 + 1 / k) * mmse, rtol=0.03)
+
+
+@pytest.mark.parametrize("X,y", [(np.zeros((0, 2, 5)), np.zeros((0, 2, 2))),
+                                 (np.zeros((3, 2, 0)), np.zeros((3, 2, 2)))], ids=["n=0", "d=0"])
+def test_empty_data_is_named(X, y):
+    """No samples (or no dimensions) is a bad X, not a diverging run."""
+    with pytest.raises(ValueError, match=r"X must have shape \(n, T, d\) with n >= 1"):
+        gd.train_gd(X, y, steps=2)
+    Xg, yg = _data(n=10, T=2, d=5)
+    with pytest.raises(ValueError, match=r"X must have shape .* n >= 1"):
+        gd.train_gd(Xg, yg, X_test=np.zeros((0, 2, 5)), y_test=np.zeros((0, 2, 2)), steps=2)
+
+
+# ---------------------------------------------------------------------------
+# inverse temperature: the range where the computation stays finite
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("beta", [1e308, gd.BETA_MAX * 1.01, float("inf"), 0.0, -1.0])
+def test_beta_outside_its_range_is_rejected_by_every_entry_point(beta):
+    X, y = _data(n=6, T=2, d=5)
+    W = np.ones((5, 2))
+    match = re.escape(f"beta must be in (0, {gd.BETA_MAX:g}]")
+    for call in (lambda: gd.run_gd(2, 0.5, 0.1, 10, 0, beta=beta, steps=2),
+                 lambda: gd.train_gd(X, y, beta=beta, steps=2),
+                 lambda: gd.loss_and_grad(X, y, W, beta), lambda: gd.loss(X, y, W, beta),
+                 lambda: gd.student_output(X, W, beta)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # rejected before any overflow
+            with pytest.raises(ValueError, match=match):
+                call()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_largest_beta_stays_finite(dtype):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = gd.run_gd(3, 0.5, 0.2, 12, 0, beta=gd.BETA_MAX, restarts=2, steps=20, dtype=dtype)
+    assert np.all(np.isfinite(out["mmse_single_all"] + out["train_loss"] + [out["mmse_averaged"]]))
+
+
+def test_cli_too_large_beta_is_one_line(capsys):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert cli.main(["gd", "--alpha", "0.1", "--d", "20", "--steps", "5", "--beta", "1e308"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "beta must be in (0, 1e+30], got 1e+308" in err[0]
+
+
+# ---------------------------------------------------------------------------
+# memory guard
+# ---------------------------------------------------------------------------
+
+def _limit(exc, name):
+    """The upper end of the range that the memory error quotes for ``name``."""
+    return re.search(rf"{name} must be in [\[(]\S+, ([^\]]+)\]", str(exc.value)).group(1)
+
+
+def test_too_many_restarts_are_refused_before_allocating(capsys):
+    with pytest.raises(ValueError, match=r"restarts = 100000000: .* memory_mb = 8192") as exc:
+        gd.run_gd(2, 0.5, 0.1, 20, 0, restarts=10**8, steps=5)
+    assert int(_limit(exc, "restarts")) < 10**6
+    assert cli.main(["gd", "--alpha", "0.1", "--d", "20", "--steps", "5", "--restarts", "100000000"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "restarts must be in [1, " in err[0]
+    X, y = _data(n=10, T=2, d=5)
+    with pytest.raises(ValueError, match=r"restarts = 100000000: .*restarts must be in \[1, "):
+        gd.train_gd(X, y, restarts=10**8, steps=2)
+
+
+def test_the_quoted_limit_is_the_largest_that_fits():
+    X, y = _data(n=10, T=2, d=5)
+    with pytest.raises(ValueError, match="restarts") as exc:
+        gd.train_gd(X, y, restarts=10**6, steps=1, memory_mb=0.5)
+    k = int(_limit(exc, "restarts"))
+    assert gd.train_gd(X, y, restarts=k, steps=1, memory_mb=0.5).W.shape[0] == k
+    with pytest.raises(ValueError, match=f"more than memory_mb = 0.5; at restarts = {k + 1},"):
+        gd.train_gd(X, y, restarts=k + 1, steps=1, memory_mb=0.5)
+
+
+def test_too_many_samples_are_named():
+    X, y = _data(n=2000, T=2, d=5)
+    with pytest.raises(ValueError, match=r"n = 2000: .*n must be in \[1, \d+\]"):
+        gd.train_gd(X, y, restarts=1, steps=1, memory_mb=0.1)
+    with pytest.raises(ValueError, match=r"alpha = 1e\+308: .*alpha must be in \(0, ") as exc:
+        gd.run_gd(2, 0.5, 1e308, 20, 0, steps=5)
+    alpha_max = float(_limit(exc, "alpha"))
+    assert 1e3 < alpha_max < 1e6  # about 3.8e4 at d = 20, T = 2 and 8 GiB
+    with pytest.raises(ValueError, match=r"d = 100000"):
+        gd.run_gd(2, 0.5, 0.1, 100000, 0, steps=5)
+
+
+@pytest.mark.parametrize("memory_mb", [0, -1.0, float("nan"), "8"])
+def test_memory_budget_is_validated(memory_mb):
+    with pytest.raises((ValueError, TypeError), match="memory_mb"):
+        gd.run_gd(2, 0.5, 0.1, 10, 0, steps=2, memory_mb=memory_mb)
+    X, y = _data(n=10, T=2, d=5)
+    with pytest.raises((ValueError, TypeError), match="memory_mb"):
+        gd.train_gd(X, y, steps=2, memory_mb=memory_mb)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(n=0), "n"), (dict(T=1), "T"), (dict(d=0), "d"), (dict(rank=0), "rank"), (dict(restarts=0), "restarts"),
+    (dict(n_test=-1), "n_test"), (dict(itemsize=0), "itemsize"), (dict(n=1.5), "n"),
+])
+def test_memory_estimate_rejects_bad_sizes(kwargs, match):
+    args = dict(n=10, T=2, d=5, rank=2, restarts=1, n_test=0, itemsize=8)
+    args.update(kwargs)
+    with pytest.raises((ValueError, TypeError), match=match):
+        gd.memory_estimate(**args)
+
+
+@pytest.mark.parametrize("T,alpha,d,k,dtype,kw", [
+    (2, 0.1, 60, 1, np.float32, {}), (3, 0.3, 30, 8, np.float64, {}),
+    (2, 0.02, 80, 1, np.float32, {"rank": 160}), (4, 0.5, 12, 64, np.float32, {"batch_size": 10}),
+])
+def test_memory_estimate_bounds_the_measured_peak(T, alpha, d, k, dtype, kw):
+    """An upper estimate, within a factor 3 of the peak that tracemalloc sees (NumPy arrays, so on the host)."""
+    n = model.n_samples(alpha, d)
+    r = kw.get("rank", model.teacher_width(d, 0.5))
+    est = gd.memory_estimate(n, T, d, r, k, n_test=min(n, 2000), itemsize=np.dtype(dtype).itemsize)
+    tracemalloc.start()
+    try:
+        gd.run_gd(T, 0.5, alpha, d, 0, restarts=k, steps=6, record_every=5, dtype=dtype, backend="numpy", **kw)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak <= est <= 3 * peak

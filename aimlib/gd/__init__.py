@@ -1,0 +1,40 @@
+r"""Gradient descent on the square loss: a student that learns the key-query matrix.
+
+The student has the teacher's architecture (book, chapter "Gradient descent"):
+``S_hat = W W^T / sqrt(r d)`` with ``W`` of shape ``(d, r)``, output
+``y_hat = softmax(beta h_hat)`` and the square loss
+
+.. math::
+
+    L(W) = \frac{1}{2n} \sum_{\mu=1}^n \bigl\| \mathrm{softmax}(\beta \hat h^\mu) - y^\mu \bigr\|_F^2 .
+
+Modules: :mod:`~aimlib.gd.student` (indices through ``X W``, output, loss and
+its analytic gradient), :mod:`~aimlib.gd.optim` (Adam and plain gradient
+descent), :mod:`~aimlib.gd.memory` (the memory guard), :mod:`~aimlib.gd.train`
+(:func:`train_gd`: ``k`` restarts batched in one array computation) and
+:mod:`~aimlib.gd.run` (:func:`run_gd`: sample a data set and train).  Every
+array operation goes through :func:`aimlib.backend.get_array_module`, so the
+same code runs on NumPy and CuPy.
+"""
+from .memory import MEMORY_MB, memory_estimate
+from .optim import OPTIMIZERS
+from .run import run_gd
+from .student import (BETA_MAX, initial_weights, loss, loss_and_grad, student_indices, student_matrix,
+                      student_output)
+from .train import GDResult, train_gd
+
+__all__ = [
+    "GDResult",
+    "initial_weights",
+    "student_matrix",
+    "student_indices",
+    "student_output",
+    "loss",
+    "loss_and_grad",
+    "train_gd",
+    "run_gd",
+    "memory_estimate",
+    "MEMORY_MB",
+    "BETA_MAX",
+    "OPTIMIZERS",
+]

@@ -1,0 +1,214 @@
+r"""The student ``S_hat = W W^T / sqrt(r d)``: its indices, output, square loss and gradient.
+
+With ``P^mu = X^mu W`` of shape ``(T, r)`` the student's indices are
+
+.. math::
+
+    \hat h^\mu_{ab} = \frac{x_a^{\mu\top} \hat S x_b^\mu}{\sqrt d}
+                     - \delta_{ab} \frac{\operatorname{Tr} \hat S}{\sqrt d}
+                   = \frac{P^\mu_a \cdot P^\mu_b - \delta_{ab} \|W\|_F^2}{\sqrt r\, d},
+
+so ``S_hat`` (``d x d``) is never formed.  Every function takes ``W`` of shape
+``(d, r)`` or, for ``k`` restarts at once, ``(k, d, r)``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _validate as v
+from ..backend import get_array_module, module_named, to_common, to_device
+from ..channels import row_softmax
+
+#: Largest inverse temperature: ``beta h`` stays finite in float32 (max 3.4e38)
+#: for indices up to ``|h| ~ 1e8``, far beyond the O(1) indices of the model.
+BETA_MAX = 1e30
+
+
+def check_beta(beta) -> float:
+    """Return ``beta`` as a float in ``(0, BETA_MAX]``, else raise ``ValueError`` naming it."""
+    b = v.real("beta", beta, allow_inf=True)
+    if not 0 < b <= BETA_MAX:
+        raise ValueError(f"beta must be in (0, {BETA_MAX:g}], got {beta!r}")
+    return b
+
+
+def as_batch(W, name: str = "W"):
+    """Return ``(W3, squeeze)``: ``W`` as ``(k, d, r)`` and whether it came as ``(d, r)``."""
+    if W.ndim == 2:
+        return W[None], True
+    if W.ndim == 3:
+        return W, False
+    raise ValueError(f"{name} must have shape (d, r) or (k, d, r), got {tuple(W.shape)}")
+
+
+def initial_weights(d: int, r: int, restarts: int = 1, seed=None, *, scale: float = 1.0,
+                    backend: str | None = None, dtype=np.float64):
+    r"""Random initial weights of shape ``(restarts, d, r)``, i.i.d. ``N(0, scale^2)``.
+
+    With ``scale = 1`` the initial ``S_hat = W W^T / sqrt(r d)`` is a draw from
+    the teacher's prior.  With an integer ``seed``, restart ``i`` is drawn from
+    ``numpy.random.default_rng([seed, i])``: restart ``i`` has the same
+    initialisation whatever the number of restarts, so a batched run and
+    ``k`` separate runs can be compared.  A ``Generator`` is used in sequence.
+    """
+    d = v.integer("d", d, minimum=1)
+    r = v.integer("r", r, minimum=1)
+    restarts = v.integer("restarts", restarts, minimum=1)
+    scale = v.positive("scale", scale)
+    if isinstance(seed, np.random.Generator) or seed is None:
+        W = v.generator(seed).standard_normal((restarts, d, r))
+    else:
+        v.generator(seed)  # validates the type and sign
+        W = np.stack([np.random.default_rng([int(seed), i]).standard_normal((d, r))
+                      for i in range(restarts)])
+    return to_device((scale * W).astype(dtype), module_named(backend))
+
+
+def gram(W3):
+    """``W W^T / sqrt(r d)`` for a batch ``W3`` of shape ``(k, d, r)``, without checks."""
+    xp = get_array_module(W3)
+    d, r = W3.shape[1:]
+    return W3 @ xp.swapaxes(W3, 1, 2) / float(np.sqrt(r * d))
+
+
+def student_matrix(W):
+    r"""``S_hat = W W^T / sqrt(r d)`` for ``W`` of shape ``(d, r)`` or ``(k, d, r)``."""
+    W3, squeeze = as_batch(v.finite_array("W", W))
+    S = gram(W3)
+    return S[0] if squeeze else S
+
+
+def check_xy(X, y, W=None):
+    """Validate tokens ``X (n, T, d)``, targets ``y (n, T, T)`` and weights; bring them to one module.
+
+    ``y`` and ``W`` may be ``None``.  Returns ``(X, y, W)``.
+    """
+    X = v.finite_array("X", X, ndim=3)
+    n, T, d = X.shape
+    if n < 1 or T < 2 or d < 1:
+        raise ValueError(f"X must have shape (n, T, d) with n >= 1 samples, T >= 2 tokens and d >= 1, "
+                         f"got {tuple(X.shape)}")
+    if y is not None:
+        y = v.finite_array("y", y, ndim=3)
+        if y.shape != (n, T, T):
+            raise ValueError(f"y must have shape (n, T, T) = {(n, T, T)} to match X, got {tuple(y.shape)}")
+    if W is not None:
+        W = v.finite_array("W", W)
+        if W.ndim not in (2, 3) or W.shape[-2] != d:
+            raise ValueError(f"W must have shape ({d}, r) or (k, {d}, r) to match X, got {tuple(W.shape)}")
+    return to_common(X, y, W)[1:]
+
+
+def _common_dtype(X, y, W):
+    """Cast ``X, y, W`` to one floating dtype (that of ``X`` and ``W`` together)."""
+    xp = get_array_module(X, y, W)
+    dt = xp.result_type(X.dtype, W.dtype, xp.float32)
+    return X.astype(dt, copy=False), y.astype(dt, copy=False), W.astype(dt, copy=False)
+
+
+def _indices(X2, W3, n, T):
+    """Forward pass: ``P = X W`` of shape ``(k, n, T, r)`` and ``h_hat`` of shape ``(k, n, T, T)``."""
+    xp = get_array_module(X2, W3)
+    k, d, r = W3.shape
+    c = 1.0 / (float(np.sqrt(r)) * d)
+    P = (X2 @ W3).reshape(k, n, T, r)
+    sq = (W3 * W3).sum(axis=(1, 2))
+    h = P @ xp.swapaxes(P, 2, 3)
+    h = h - sq[:, None, None, None] * xp.eye(T, dtype=h.dtype)
+    return P, c * h
+
+
+def student_indices(X, W):
+    r"""The student's attention indices ``h_hat``: ``(n, T, T)`` for ``W (d, r)``, ``(k, n, T, T)`` for ``(k, d, r)``.
+
+    Equal to :func:`aimlib.model.attention_indices` of ``X`` and
+    ``S_hat = W W^T / sqrt(r d)``, computed through ``X W`` without forming
+    ``S_hat``.
+    """
+    X, _, W = check_xy(X, None, W)
+    n, T, _ = X.shape
+    W3, squeeze = as_batch(W)
+    _, h = _indices(X.reshape(n * T, -1), W3, n, T)
+    return h[0] if squeeze else h
+
+
+def student_output(X, W, beta: float = 1.0):
+    """The student's prediction ``softmax(beta h_hat)`` (shape as :func:`student_indices`)."""
+    beta = check_beta(beta)
+    return row_softmax(beta * student_indices(X, W))
+
+
+def loss_grad(X2, y, W3, beta, n, T, want_grad=True):
+    r"""Square loss and gradient of a batch of students, without checks.
+
+    ``X2`` holds the tokens as ``(n T, d)``, ``y`` the targets ``(n, T, T)``,
+    ``W3`` the weights ``(k, d, r)``.  With ``E = (y_hat - y) / n`` and the
+    softmax Jacobian applied row by row,
+
+    .. math::
+
+        G_{ab} = \beta\, \hat y_{ab} \Bigl(E_{ab} - \sum_c E_{ac} \hat y_{ac}\Bigr),
+        \qquad
+        \nabla_W L = \frac{1}{\sqrt r\, d} \Bigl[\sum_\mu X^{\mu\top} (G^\mu + G^{\mu\top}) P^\mu
+                     - 2 \Bigl(\sum_\mu \operatorname{Tr} G^\mu\Bigr) W \Bigr],
+
+    at a cost of ``O(n T d r)``.  Returns ``(L, grad)``: ``(k,)`` and
+    ``(k, d, r)`` (``grad`` is ``None`` if ``want_grad`` is false).
+    """
+    xp = get_array_module(X2, W3)
+    k, d, r = W3.shape
+    P, h = _indices(X2, W3, n, T)
+    yh = row_softmax(beta * h)
+    R = yh - y
+    L = 0.5 * (R * R).sum(axis=(1, 2, 3)) / n
+    if not want_grad:
+        return L, None
+    E = R / n
+    G = beta * yh * (E - (E * yh).sum(axis=-1, keepdims=True))           # dL/dh_hat
+    c = 1.0 / (float(np.sqrt(r)) * d)
+    dP = (G + xp.swapaxes(G, 2, 3)) @ P                                     # (k, n, T, r)
+    grad = X2.T @ dP.reshape(k, n * T, r)
+    trG = xp.trace(G, axis1=2, axis2=3).sum(axis=1)                         # (k,)
+    grad = c * (grad - 2.0 * trG[:, None, None] * W3)
+    return L, grad
+
+
+def _checked_loss_grad(X, y, W, beta, want_grad):
+    """Validate, then :func:`loss_grad`; a ``(d, r)`` ``W`` gives a float loss and a ``(d, r)`` gradient."""
+    beta = check_beta(beta)
+    X, y, W = check_xy(X, y, W)
+    n, T, _ = X.shape
+    W3, squeeze = as_batch(W)
+    X, y, W3 = _common_dtype(X, y, W3)
+    L, g = loss_grad(X.reshape(n * T, -1), y, W3, beta, n, T, want_grad)
+    if squeeze:
+        return float(L[0]), None if g is None else g[0]
+    return L, g
+
+
+def loss_and_grad(X, y, W, beta: float = 1.0):
+    r"""Square loss ``L = (1/2n) sum_mu ||softmax(beta h_hat^mu) - y^mu||_F^2`` and ``dL/dW``.
+
+    Parameters
+    ----------
+    X : array (n, T, d)
+        Tokens.
+    y : array (n, T, T)
+        Targets (softmax outputs of the teacher).
+    W : array (d, r) or (k, d, r)
+        Student weights; with a leading restart axis, ``k`` losses and gradients
+        are returned at once.
+    beta : float
+        Inverse temperature of the student's softmax, in ``(0, BETA_MAX]``.
+
+    Returns
+    -------
+    loss : float or array (k,)
+    grad : array of the shape of ``W``
+    """
+    return _checked_loss_grad(X, y, W, beta, True)
+
+
+def loss(X, y, W, beta: float = 1.0):
+    """The square loss alone (see :func:`loss_and_grad`)."""
+    return _checked_loss_grad(X, y, W, beta, False)[0]

@@ -1,0 +1,337 @@
+r"""Training: ``k`` students from independent initialisations, batched in one array computation.
+
+:func:`train_gd` minimises the square loss of :mod:`aimlib.gd.student` with
+Adam or plain gradient descent (:mod:`aimlib.gd.optim`), full batch or in
+mini-batches, records the training and test losses and the estimation errors
+``(1/d)||S_hat_i - S||_F^2`` and ``(1/d)||mean_i S_hat_i - S||_F^2`` along the
+way, and stops a restart once its training loss is below ``tol``.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import _validate as v
+from ..backend import get_array_module, to_device, to_host
+from ..errors import ConvergenceError
+from ..model import estimation_error, teacher_width
+from .memory import MEMORY_MB, check_memory, check_memory_mb, memory_estimate
+from .optim import make_optimizer
+from .student import as_batch, check_beta, check_xy, gram, initial_weights, loss_grad
+
+
+@dataclass
+class GDResult:
+    """The outcome of :func:`train_gd` (host arrays; ``k`` = number of restarts).
+
+    Attributes
+    ----------
+    W : array (k, d, r)
+        Final weights.
+    S_hat : array (k, d, d)
+        Final student matrices ``W W^T / sqrt(r d)``.
+    S_mean : array (d, d)
+        Their average (the estimator that approaches the posterior mean).
+    steps : array (m,)
+        Step numbers at which the curves were recorded (0 = initialisation).
+    train_loss, test_loss : arrays (k, m)
+        Training loss (the full-batch square loss) and, if a test set was
+        given, the same loss on it (``test_loss`` is ``None`` otherwise).
+    mmse_curve : array (k, m) or None
+        ``(1/d)||S_hat_i - S||_F^2`` along training (if the teacher ``S`` was given).
+    mmse_averaged_curve : array (m,) or None
+        ``(1/d)||mean_i S_hat_i - S||_F^2`` along training.
+    mmse_single : array (k,) or None
+        Final single-run errors.
+    mmse_averaged : float or None
+        Final error of the averaged estimator.
+    n_steps : array (k,)
+        Optimisation steps each restart took (fewer than ``steps`` if it met ``tol``).
+    converged : array (k,) of bool
+        Whether each restart met the early-stopping tolerance.
+    seconds : float
+        Wall-clock time of the training loop.
+    """
+
+    W: np.ndarray = field(repr=False)
+    S_hat: np.ndarray = field(repr=False)
+    S_mean: np.ndarray = field(repr=False)
+    steps: np.ndarray = field(repr=False)
+    train_loss: np.ndarray = field(repr=False)
+    test_loss: np.ndarray | None = field(repr=False)
+    mmse_curve: np.ndarray | None = field(repr=False)
+    mmse_averaged_curve: np.ndarray | None = field(repr=False)
+    mmse_single: np.ndarray | None
+    mmse_averaged: float | None
+    n_steps: np.ndarray
+    converged: np.ndarray
+    seconds: float
+
+
+class _Problem:
+    """A data set on one array module and the square loss of a batch ``W (k, d, r)`` on it."""
+
+    def __init__(self, X, y, beta: float):
+        self.X, self.y, self.beta = X, y, beta
+        self.n, self.T, self.d = X.shape
+        self.X2 = X.reshape(self.n * self.T, self.d)
+
+    def loss_grad(self, W, idx=None):
+        """Loss and gradient on all samples, or on the samples ``idx`` (a mini-batch)."""
+        if idx is None:
+            return loss_grad(self.X2, self.y, W, self.beta, self.n, self.T)
+        m = idx.shape[0]
+        return loss_grad(self.X[idx].reshape(m * self.T, self.d), self.y[idx], W, self.beta, m, self.T)
+
+    def loss(self, W):
+        """The ``(k,)`` losses on all samples."""
+        return loss_grad(self.X2, self.y, W, self.beta, self.n, self.T, want_grad=False)[0]
+
+
+class _Batches:
+    """Mini-batches: consecutive slices of a random permutation of the samples, a new one per epoch."""
+
+    def __init__(self, n: int, size: int, seed, xp):
+        if not isinstance(seed, np.random.Generator) and seed is not None:
+            seed = np.random.default_rng([int(seed), 2**31 - 1])
+        self.rng, self.n, self.size, self.xp = v.generator(seed), n, size, xp
+        self.perm, self.pos = None, n
+
+    def next(self):
+        """Indices (on the array module of the data) of the next mini-batch."""
+        if self.pos + self.size > self.n:
+            self.perm, self.pos = self.rng.permutation(self.n), 0
+        idx = to_device(self.perm[self.pos:self.pos + self.size], self.xp)
+        self.pos += self.size
+        return idx
+
+
+class _Curves:
+    """The curves recorded along training: losses and, with a teacher ``S``, estimation errors."""
+
+    def __init__(self, test: _Problem | None, S):
+        self.test, self.S = test, S
+        self.steps, self.train, self.test_loss, self.errors, self.averaged = [], [], [], [], []
+
+    def record(self, step: int, W, train_loss):
+        """Append the state after ``step`` updates: ``train_loss`` (given), test loss and errors of ``W``."""
+        self.steps.append(step)
+        self.train.append(to_host(train_loss).copy())
+        if self.test is not None:
+            self.test_loss.append(to_host(self.test.loss(W)))
+        if self.S is not None:
+            S_hat = gram(W)
+            self.errors.append(estimation_error(S_hat, self.S))
+            self.averaged.append(estimation_error(S_hat.mean(axis=0), self.S))
+
+
+def _check_finite(L, g, step: int, rule) -> None:
+    """Raise :class:`ConvergenceError` if a loss (or the gradient ``g``, if given) is not finite."""
+    xp = get_array_module(L)
+    where = f"at step {step} (optimizer={rule.name!r}, lr={rule.lr:g}); lower lr"
+    bad = ~xp.isfinite(L)
+    if bool(bad.any()):
+        i = int(to_host(xp.nonzero(bad)[0])[0])
+        raise ConvergenceError(f"gradient descent diverged: the training loss of restart {i} is {float(L[i])} {where}")
+    if g is not None and not bool(xp.all(xp.isfinite(g))):
+        raise ConvergenceError(f"gradient descent diverged: non-finite gradient {where}")
+
+
+def _stop(active, converged: np.ndarray, train_loss, tol: float):
+    """Stopping rule: freeze the active restarts whose training loss is ``<= tol``; return the new mask."""
+    xp = get_array_module(active)
+    done = active & (train_loss <= tol)
+    if bool(done.any()):
+        converged[to_host(xp.nonzero(done)[0])] = True
+        active = active & ~done
+    return active
+
+
+@dataclass(frozen=True)
+class _Schedule:
+    steps: int
+    tol: float
+    record_every: int
+    batch_size: int | None  # None: full batch
+
+
+def _schedule(steps, tol, record_every, batch_size, n: int) -> _Schedule:
+    """Validate the loop options (a mini-batch of all ``n`` samples is the full batch)."""
+    if batch_size is not None:
+        batch_size = v.integer("batch_size", batch_size, minimum=1, maximum=n)
+    return _Schedule(v.integer("steps", steps, minimum=1), v.nonnegative("tol", tol),
+                     v.integer("record_every", record_every, minimum=1),
+                     None if batch_size == n else batch_size)
+
+
+def _width_and_restarts(init, rank, rho, restarts, d: int):
+    """``(init as (k, d, r) or None, k, r)`` from ``init``, or from ``rank``/``rho`` and ``restarts``."""
+    if init is None:
+        if rank is not None:
+            r = v.integer("rank", rank, minimum=1)
+        else:
+            r = teacher_width(d, rho) if rho is not None else max(1, d // 2)
+        return None, v.integer("restarts", restarts, minimum=1), r
+    W, _ = as_batch(v.finite_array("init", init), "init")
+    if W.shape[1] != d:
+        raise ValueError(f"init must have shape (k, {d}, r) to match X, got {tuple(W.shape)}")
+    if rank is not None and v.integer("rank", rank, minimum=1) != W.shape[2]:
+        raise ValueError(f"rank={rank} does not match init of width {W.shape[2]}")
+    return W, W.shape[0], W.shape[2]
+
+
+def _initial_W(init, k: int, r: int, seed, init_scale: float, X):
+    """The ``(k, d, r)`` starting weights in the module and dtype of ``X``: ``init``, or drawn from ``seed``."""
+    xp = get_array_module(X)
+    if init is not None:
+        return to_device(init, xp).astype(X.dtype, copy=True)
+    return initial_weights(X.shape[2], r, k, seed, scale=init_scale, dtype=X.dtype,
+                           backend="cupy" if xp is not np else "numpy")
+
+
+def _teacher_and_test(S, X_test, y_test, X):
+    """The teacher ``S (d, d)`` and the test set as a :class:`_Problem` (or ``None``), on the module of ``X``."""
+    _, T, d = X.shape
+    xp = get_array_module(X)
+    if S is not None:
+        S = v.finite_array("S", S, ndim=2)
+        if S.shape != (d, d):
+            raise ValueError(f"S must have shape ({d}, {d}), got {tuple(S.shape)}")
+        S = to_device(S, xp).astype(X.dtype)
+    if (X_test is None) != (y_test is None):
+        raise ValueError("X_test and y_test must be given together")
+    if X_test is None:
+        return S, None
+    X_test, y_test, _ = check_xy(X_test, y_test)
+    if X_test.shape[1:] != (T, d):
+        raise ValueError(f"X_test must have shape (n_test, {T}, {d}), got {tuple(X_test.shape)}")
+    X_test = to_device(X_test, xp).astype(X.dtype, copy=False)
+    return S, (X_test, to_device(y_test, xp).astype(X.dtype, copy=False))
+
+
+def _optimise(problem: _Problem, W, rule, sched: _Schedule, curves: _Curves, batches):
+    """The training loop; returns the final ``W``, the steps per restart and the converged flags."""
+    xp = get_array_module(W)
+    k = W.shape[0]
+    active = xp.ones(k, dtype=bool)
+    n_steps = np.zeros(k, dtype=int)
+    converged = np.zeros(k, dtype=bool)
+    for step in range(sched.steps):
+        idx = None if batches is None else batches.next()
+        L, g = problem.loss_grad(W, idx)
+        _check_finite(L, g, step, rule)
+        L_full = L if idx is None else None
+        if step % sched.record_every == 0:
+            if L_full is None:
+                L_full = problem.loss(W)
+                _check_finite(L_full, None, step, rule)
+            curves.record(step, W, L_full)
+        if sched.tol > 0 and L_full is not None:
+            active = _stop(active, converged, L_full, sched.tol)
+            if not bool(active.any()):
+                break
+        W = rule.step(W, g, active)
+        n_steps += to_host(active).astype(int)
+    L_final = problem.loss(W)
+    _check_finite(L_final, None, sched.steps, rule)
+    final_step = int(n_steps.max())  # after the last update, or where every restart stopped
+    if not curves.steps or curves.steps[-1] != final_step:
+        curves.record(final_step, W, L_final)
+    return W, n_steps, converged
+
+
+def _result(W, curves: _Curves, n_steps, converged, seconds: float) -> GDResult:
+    """Assemble the :class:`GDResult` (host arrays) from the final weights and the curves."""
+    S_hat = gram(W)
+    S_mean = S_hat.mean(axis=0)
+    S, has_test = curves.S, curves.test is not None
+    return GDResult(
+        W=to_host(W), S_hat=to_host(S_hat), S_mean=to_host(S_mean),
+        steps=np.asarray(curves.steps), train_loss=np.array(curves.train).T,
+        test_loss=np.array(curves.test_loss).T if has_test else None,
+        mmse_curve=np.array(curves.errors).T if S is not None else None,
+        mmse_averaged_curve=np.array(curves.averaged) if S is not None else None,
+        mmse_single=estimation_error(S_hat, S).astype(float) if S is not None else None,
+        mmse_averaged=estimation_error(S_mean, S) if S is not None else None,
+        n_steps=n_steps, converged=converged, seconds=seconds)
+
+
+def train_gd(X, y, *, rank: int | None = None, rho: float | None = None, beta: float = 1.0,
+             restarts: int = 1, seed=None, init=None, init_scale: float = 1.0,
+             optimizer: str = "adam", lr: float = 0.1, steps: int = 1000,
+             adam_betas=(0.9, 0.999), adam_eps: float = 1e-8, batch_size: int | None = None,
+             tol: float = 1e-10, S=None, X_test=None, y_test=None, record_every: int = 10,
+             memory_mb: float = MEMORY_MB) -> GDResult:
+    r"""Train ``restarts`` students ``S_hat = W W^T / sqrt(r d)`` on ``(X, y)`` at once.
+
+    Parameters
+    ----------
+    X, y : arrays (n, T, d) and (n, T, T)
+        Training data (NumPy or CuPy; the computation runs on the GPU if
+        either is a CuPy array, in the dtype of ``X``); ``n >= 1``, ``T >= 2``.
+    rank, rho : int, float, optional
+        Student width ``r`` (default ``round(rho d)``, or ``d // 2`` without
+        ``rho``); widths above the teacher's (over-parameterised students) are allowed.
+    beta : float
+        Inverse temperature of the student's softmax (the teacher's, normally),
+        in ``(0, BETA_MAX]``.
+    restarts : int
+        Number ``k`` of independently initialised students, trained together.
+    seed : int, Generator or None
+        Initialisation and mini-batch randomness (see :func:`initial_weights`).
+    init : array (k, d, r) or (d, r), optional
+        Explicit initial weights (then ``restarts``, ``seed`` and
+        ``init_scale`` are not used for the initialisation).
+    init_scale : float
+        Standard deviation of the initial entries of ``W`` (1: a prior sample).
+    optimizer : {'adam', 'gd'}
+        Adam (``adam_betas``, ``adam_eps``, bias-corrected) or plain gradient descent.
+    lr : float
+        Learning rate (the paper: Adam, 0.1).
+    steps : int
+        Maximum number of steps (the paper: 1000).
+    batch_size : int, optional
+        Mini-batch size (``None``: full batch).  Mini-batches come from a random
+        permutation per epoch, shared by all restarts.
+    tol : float
+        Early stopping: a restart stops (its weights are frozen) as soon as its
+        training loss is ``<= tol`` (with mini-batches, checked on the full
+        training loss at the recording steps); ``0`` disables it.  The loop ends when
+        every restart has stopped.
+    S : array (d, d), optional
+        The teacher, to record the estimation error.
+    X_test, y_test : arrays, optional
+        A test set, to record the test loss.
+    record_every : int
+        Record the curves every this many steps (and at the last step).
+    memory_mb : float
+        Budget in MiB for the arrays of the run (:func:`memory_estimate`);
+        a larger estimate raises ``ValueError`` naming the parameter to lower.
+
+    Returns
+    -------
+    GDResult
+        Raises :class:`aimlib.ConvergenceError` if a loss or gradient becomes NaN or infinite.
+    """
+    X, y, _ = check_xy(X, y)
+    if not np.issubdtype(X.dtype, np.floating):
+        raise TypeError(f"X must have a floating dtype, got {X.dtype}")
+    n, T, d = X.shape
+    problem = _Problem(X, y.astype(X.dtype, copy=False), check_beta(beta))
+    rule = make_optimizer(optimizer, lr=lr, adam_betas=adam_betas, adam_eps=adam_eps)
+    sched = _schedule(steps, tol, record_every, batch_size, n)
+    init_scale = v.positive("init_scale", init_scale)
+    S, test = _teacher_and_test(S, X_test, y_test, X)
+    init, k, r = _width_and_restarts(init, rank, rho, restarts, d)
+    sizes = dict(restarts=k, n=n, T=T, d=d, rank=r, **({"n_test": test[0].shape[0]} if test else {}))
+    check_memory(lambda **s: memory_estimate(**s, itemsize=X.dtype.itemsize), sizes, check_memory_mb(memory_mb))
+    W = _initial_W(init, k, r, seed, init_scale, X)
+    xp = get_array_module(X)
+    batches = None if sched.batch_size is None else _Batches(n, sched.batch_size, seed, xp)
+    curves = _Curves(None if test is None else _Problem(*test, problem.beta), S)
+    t0 = time.perf_counter()
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported by _check_finite
+        W, n_steps, converged = _optimise(problem, W, rule, sched, curves, batches)
+    return _result(W, curves, n_steps, converged, time.perf_counter() - t0)
