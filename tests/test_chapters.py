@@ -39,8 +39,18 @@ def _cells(nb):
     return [(c.cell_type, c.source, dict(c.metadata)) for c in nb.cells]
 
 
-def test_pairing_configuration():
-    assert 'formats = "ipynb,md:myst"' in (ROOT / "jupytext.toml").read_text()
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_jupytext_pairs_the_chapter_with_a_notebook_beside_it(path: Path):
+    """jupytext's own lookup finds the repository's jupytext.toml and pairs the MyST chapter with an .ipynb."""
+    from jupytext.config import find_jupytext_configuration_file, load_jupytext_config, notebook_formats
+    from jupytext.paired_paths import paired_paths
+
+    assert Path(find_jupytext_configuration_file(path.parent)) == ROOT / "jupytext.toml"
+    formats = notebook_formats(jupytext.read(path), load_jupytext_config(str(path)), str(path),
+                               fallback_on_current_fmt=False)
+    assert formats is not None and {"extension": ".md", "format_name": "myst"} in formats
+    paired = sorted(Path(p) for p, _ in paired_paths(str(path), "md:myst", formats))
+    assert paired == sorted([path, path.with_suffix(".ipynb")])
 
 
 def test_chapters_do_not_install_packages():
