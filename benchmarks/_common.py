@@ -22,8 +22,12 @@ BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THR
 def set_blas_threads(threads: int) -> None:
     """Give the BLAS ``threads`` threads, in this process and in the subprocesses it starts.
 
-    Sets the variables of :data:`BLAS_THREAD_VARIABLES`; it acts on this
-    process only if NumPy has not been imported yet.
+    Parameters
+    ----------
+    threads : int
+        Positive thread count, written to every variable of
+        :data:`BLAS_THREAD_VARIABLES`.  It acts on this process only if NumPy
+        has not been imported yet.
     """
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"threads must be a positive integer, got {threads!r}")
@@ -53,10 +57,22 @@ def machine() -> dict:
 
 
 def write_record(name: str, numbers: dict, path: str | Path | None = None) -> Path:
-    """Write ``{"benchmark": name, **machine(), **numbers}`` as JSON; return the file.
+    """Write the record ``{"benchmark": name, **machine(), **numbers}`` as JSON.
 
-    The file is ``path``, by default ``benchmarks/results/<name>.json``.  A key
-    of ``numbers`` that is also a key of the machine part raises ValueError.
+    Parameters
+    ----------
+    name : str
+        Name of the record, and of its default file.
+    numbers : dict
+        The benchmark's results (JSON-serialisable); none of its keys may be a
+        key of :func:`machine` (ValueError otherwise).
+    path : str or Path, optional
+        Where to write; by default ``benchmarks/results/<name>.json``.
+
+    Returns
+    -------
+    Path
+        The file written.
     """
     record = {"benchmark": name, **machine()}
     clash = sorted(record.keys() & numbers.keys())
