@@ -20,13 +20,12 @@ Run: ``python benchmarks/bench_amp.py [--skip-large]``.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import os
-import platform
 import subprocess
 import sys
 from pathlib import Path
+
+from _common import set_blas_threads, write_record
 
 CASES = {
     "a": dict(channel="softmax", T=3, d=150, alpha=0.05, rho=0.5, seed=0,
@@ -42,8 +41,6 @@ def _child(name: str) -> None:
     import time
     import tracemalloc
     import warnings
-
-    import numpy as np
 
     from aimlib import amp, channels, model, state_evolution
 
@@ -65,8 +62,7 @@ def _child(name: str) -> None:
                reason=res.reason, seconds_per_iteration=res.seconds / res.iterations,
                mmse=res.mmse, se_mmse=se, tracemalloc_peak_mb=peak / 2**20,
                maxrss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-               data_mb=(data.X.nbytes + data.y.nbytes + data.h.nbytes) / 2**20,
-               numpy=np.__version__)
+               data_mb=(data.X.nbytes + data.y.nbytes + data.h.nbytes) / 2**20)
     print("RESULT " + json.dumps(out))
 
 
@@ -83,14 +79,11 @@ def main(argv=None) -> int:
         return 0
     names = ["a"] if args.skip_large else ["a", "b"]
     rows = []
-    root = Path(__file__).resolve().parent
-    env = dict(os.environ)
     if args.blas_threads > 0:
-        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-            env[var] = str(args.blas_threads)
+        set_blas_threads(args.blas_threads)
     for name in names:
         proc = subprocess.run([sys.executable, __file__, "--child", name], capture_output=True,
-                              text=True, cwd=root.parent, env=env)
+                              text=True, cwd=Path(__file__).resolve().parents[1])
         line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
         if proc.returncode != 0 or not line:
             print(proc.stdout, proc.stderr, file=sys.stderr)
@@ -103,13 +96,7 @@ def main(argv=None) -> int:
         print(f"{r['case']:>4} {r['T']:>2} {r['d']:>4} {r['alpha']:>6g} {r['n']:>6} {r['iterations']:>5} "
               f"{r['amp_seconds']:>7.2f} {r['seconds_per_iteration']:>7.3f} {r['maxrss_mb']:>7.0f} "
               f"{r['tracemalloc_peak_mb']:>8.1f} {r['mmse']:>7.4f} {r['se_mmse']:>7.4f}")
-    result = dict(
-        benchmark="bench_amp", date=datetime.datetime.now(datetime.timezone.utc).isoformat(),
-        platform=dict(system=platform.platform(), python=platform.python_version(),
-                      machine=platform.machine(), cpus=os.cpu_count(),
-                      processor=platform.processor()),
-        blas_threads=args.blas_threads or "environment",
-        load_average=os.getloadavg() if hasattr(os, "getloadavg") else None,
+    write_record("amp", dict(
         what=("GAMP-RIE (aimlib.amp.gamp_rie, default options unless listed) on freshly sampled "
               "data, float64, NumPy backend; "
               "each case in its own subprocess; amp_seconds is the iteration loop only; "
@@ -117,11 +104,7 @@ def main(argv=None) -> int:
               "tracemalloc_peak_mb the peak of traced allocations (data set included)."),
         reference=("published research implementation, case (a): ~170 s and ~5.5 GB "
                    "(Boncoraglio et al. 2025)"),
-        cases=rows)
-    out = root / "results" / "amp.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {out}")
+        cases=rows))
     return 0
 
 

@@ -17,21 +17,14 @@ Writes ``benchmarks/results/amp_scaling_<backend>.json``.
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
-import os
 import platform
 import time
 import warnings
-from pathlib import Path
 
-import numpy as np
-
+from _common import write_record
 from aimlib import amp, model, state_evolution
 from aimlib.backend import backend_name, module_named
 from aimlib.channels import Softmax
-
-HERE = Path(__file__).resolve().parent
 
 
 def time_one(d: int, backend: str, iterations: int, converge: bool, alpha: float = 0.1) -> dict:
@@ -77,16 +70,9 @@ def main(argv=None) -> int:
         rows.append(r)
         print(f"{r['d']:>6} {r['n']:>9} {r['seconds_per_iteration']:>9.4f} {r['gflops_per_second']:>8.1f} "
               f"{r.get('mmse', float('nan')):>7.4f} {r.get('se_mmse', float('nan')):>7.4f}", flush=True)
-    result = dict(benchmark="bench_amp_scaling",
-                  date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                  platform=platform.platform(), device=device, cpus=os.cpu_count(),
-                  blas_threads=os.environ.get("OPENBLAS_NUM_THREADS", "default"),
-                  numpy=np.__version__, cost_model="4 n T d^2 + 11 d^3 flops per iteration",
-                  rows=rows)
-    out = Path(args.out) if args.out else HERE / "results" / f"amp_scaling_{args.backend}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {out}")
+    write_record(f"amp_scaling_{args.backend}",
+                 dict(device=device, cost_model="4 n T d^2 + 11 d^3 flops per iteration", rows=rows),
+                 path=args.out)
     return 0
 
 

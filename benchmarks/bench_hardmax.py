@@ -5,14 +5,11 @@ Prints a table and writes ``benchmarks/results/hardmax.json``.
 """
 from __future__ import annotations
 
-import datetime
-import json
-import platform
 import time
-from pathlib import Path
 
 import numpy as np
 
+from _common import write_record
 from aimlib.channels import hardmax as hm
 from aimlib import state_evolution as se
 
@@ -42,11 +39,6 @@ def main() -> dict:
     rows["SE curve, 128 points, rho=0.5 (s)"] = time.perf_counter() - t
     rows["SE curve, total iterations"] = int(np.sum(c.iterations))
     result = {
-        "date": datetime.datetime.now().isoformat(timespec="seconds"),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "processor": platform.processor() or platform.machine(),
         "results": rows,
         "E_S(alpha) at rho=0.5": {f"{a:.4g}": float(m) for a, m in zip(alphas[::16], c.mmse[::16])},
     }
@@ -54,10 +46,7 @@ def main() -> dict:
     print(f"{'quantity':<{width}}  value")
     for k, val in rows.items():
         print(f"{k:<{width}}  {val:.4g}" if isinstance(val, float) else f"{k:<{width}}  {val}")
-    out = Path(__file__).resolve().parent / "results" / "hardmax.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {out}")
+    write_record("hardmax", result)
     return result
 
 

@@ -15,15 +15,11 @@ Run: ``python benchmarks/bench_rmt.py``.
 """
 from __future__ import annotations
 
-import datetime
-import json
-import os
-import platform
 import time
-from pathlib import Path
 
 import numpy as np
 
+from _common import write_record
 from aimlib import model, rmt
 
 
@@ -58,22 +54,12 @@ def main() -> None:
     print(f"\n{'d':>6} {'rie seconds':>12} {'error':>10} {'mmse':>10}")
     for r in rie:
         print(f"{r['d']:>6} {r['seconds_median']:>12.3f} {r['error']:>10.4f} {r['mmse']:>10.4f}")
-    out = {
-        "benchmark": "rmt",
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": {"platform": platform.platform(), "processor": platform.processor(),
-                    "python": platform.python_version(), "nproc": os.cpu_count(),
-                    "numpy": np.__version__,
-                    "loadavg_1min": os.getloadavg()[0] if hasattr(os, "getloadavg") else None},
+    write_record("rmt", {
         "target_ms_per_mmse": 1.0,
-        "note": "wall-clock times on a shared machine; see loadavg_1min",
+        "note": "wall-clock times on a shared machine; see load_average",
         "mmse": mm,
         "rie": rie,
-    }
-    path = Path(__file__).resolve().parent / "results" / "rmt.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=2) + "\n")
-    print(f"\nwritten {path}")
+    })
 
 
 if __name__ == "__main__":

@@ -9,22 +9,15 @@ Run: ``.venv/bin/python benchmarks/bench_state_evolution.py``
 """
 from __future__ import annotations
 
-import os
+import time
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+from _common import set_blas_threads, write_record
 
-import datetime  # noqa: E402
-import json  # noqa: E402
-import platform  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+set_blas_threads(1)  # before NumPy is imported
 
 import numpy as np  # noqa: E402
 
 from aimlib import state_evolution as se  # noqa: E402
-
-OUT = Path(__file__).resolve().parent / "results" / "state_evolution.json"
 
 
 def clear_caches():
@@ -83,13 +76,7 @@ def main():
         print(f"{r['case']:58s} {r['best_s']:9.4f} {r['median_s']:10.4f}  {work}")
     for n in notes:
         print("note:", n)
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "platform": platform.platform(), "python": platform.python_version(),
-        "processor": platform.processor(), "numpy": np.__version__, "threads": 1,
-        "results": rows, "notes": notes}, indent=2) + "\n")
-    print(f"wrote {OUT.relative_to(Path.cwd()) if OUT.is_relative_to(Path.cwd()) else OUT}")
+    write_record("state_evolution", {"results": rows, "notes": notes})
 
 
 if __name__ == "__main__":

@@ -4,9 +4,12 @@ See ``browser_support`` for what is needed and the skip/fail policy.
 """
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from browser_support import launch, require, serve, watch
+from conftest import ROOT, toc_files
 
 pytestmark = [pytest.mark.book, pytest.mark.browser]
 
@@ -103,8 +106,41 @@ def test_chapters_have_math_and_figures(site, chromium):
     page, ctx, _ = visit(chromium, base, "book/model.html")
     assert page.locator("mjx-container").count() > 50
     assert page.locator("figure img").count() >= 3
-    assert page.locator(".proof, .prf-proof, div.proof").count() >= 1 or "Proof" in page.inner_text("article")
     ctx.close()
+
+
+PROOF_DIRECTIVE = re.compile(r"^[ \t]*(?:`{3,}|:{3,})\{prf:proof\}", re.MULTILINE)
+
+
+def _proofs_per_page() -> dict[str, int]:
+    """The number of ``{prf:proof}`` directives in each chapter that has any, by built page."""
+    counts = {p.relative_to(ROOT).with_suffix(".html").as_posix(): len(PROOF_DIRECTIVE.findall(p.read_text()))
+              for p in toc_files()}
+    return {page: n for page, n in counts.items() if n}
+
+
+def test_every_proof_renders_as_a_sphinx_proof_block(site, chromium):
+    """Each ``{prf:proof}`` is a rendered sphinx-proof block.
+
+    sphinx-proof 0.4 writes ``<div class="proof admonition" id="proof"><p>Proof. ...``;
+    its theorems and propositions are ``div.proof.admonition`` too, but open with a
+    ``p.admonition-title``.
+    """
+    base, _ = site
+    expected = _proofs_per_page()
+    assert "book/model.html" in expected
+    failures = []
+    for path, n in expected.items():
+        page, ctx, _ = visit(chromium, base, path)
+        starts = page.evaluate(
+            """() => [...document.querySelectorAll('article div.admonition.proof')]
+                .filter(e => !e.querySelector(':scope > .admonition-title'))
+                .map(e => e.textContent.trim().slice(0, 6))"""
+        )
+        if starts != ["Proof."] * n:
+            failures.append(f"{path}: {n} proofs in the source, rendered blocks begin {starts}")
+        ctx.close()
+    assert not failures, "\n".join(failures)
 
 
 def test_equation_reference_links_to_its_equation(site, chromium):

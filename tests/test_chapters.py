@@ -1,4 +1,5 @@
 """Every chapter in _toc.yml is a valid jupytext MyST notebook that round-trips."""
+import re
 from pathlib import Path
 
 import jupytext
@@ -39,8 +40,35 @@ def _cells(nb):
     return [(c.cell_type, c.source, dict(c.metadata)) for c in nb.cells]
 
 
-def test_pairing_configuration():
-    assert 'formats = "ipynb,md:myst"' in (ROOT / "jupytext.toml").read_text()
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_jupytext_pairs_the_chapter_with_a_notebook_beside_it(path: Path):
+    """jupytext's own lookup finds the repository's jupytext.toml and pairs the MyST chapter with an .ipynb."""
+    from jupytext.config import find_jupytext_configuration_file, load_jupytext_config, notebook_formats
+    from jupytext.paired_paths import paired_paths
+
+    assert Path(find_jupytext_configuration_file(path.parent)) == ROOT / "jupytext.toml"
+    formats = notebook_formats(jupytext.read(path), load_jupytext_config(str(path)), str(path),
+                               fallback_on_current_fmt=False)
+    assert formats is not None and {"extension": ".md", "format_name": "myst"} in formats
+    paired = sorted(Path(p) for p, _ in paired_paths(str(path), "md:myst", formats))
+    assert paired == sorted([path, path.with_suffix(".ipynb")])
+
+
+# a string naming a file or folder relative to book/ ("data", "data/...", "../..."), not a ["data"] key
+RELATIVE_PATH = re.compile(r'(?<![\[\w])"(data|(?:\.\./|data/)[^"{}]+)"')
+
+
+def test_chapters_find_committed_files_relative_to_book():
+    """Chapters execute in book/ (jupyter-book's default): the files they name from there exist, and none
+    is found through a module's __file__, which points into the repository only for an editable install."""
+    named = []
+    for path in CHAPTERS:
+        code = "\n".join(c.source for c in jupytext.read(path).cells if c.cell_type == "code")
+        assert "__file__" not in code, f"{path.name} locates files through a module's __file__"
+        named += [(path.name, name) for name in RELATIVE_PATH.findall(code)]
+    assert len(named) >= 5, named
+    missing = [(chapter, name) for chapter, name in named if not (ROOT / "book" / name).exists()]
+    assert not missing, f"named relative to book/ but missing: {missing}"
 
 
 def test_chapters_do_not_install_packages():
