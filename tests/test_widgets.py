@@ -17,7 +17,8 @@ import pytest
 pytest.importorskip("ipywidgets")
 pytest.importorskip("matplotlib")
 
-from aimlib import hardmax, rmt  # noqa: E402
+from aimlib import rmt  # noqa: E402
+from aimlib.channels import hardmax  # noqa: E402
 from aimlib import state_evolution as se  # noqa: E402
 from aimlib import widgets as aw  # noqa: E402
 

@@ -153,10 +153,10 @@ def noisy_curve_cached(rho: float, beta: float, noise: float, lo: float, hi: flo
     """SE of the noisy softmax (``T = 2``) on a log grid, with the tail law (cached; arguments rounded).
 
     ``mmse`` from :func:`aimlib.state_evolution.solve`; ``tail = c0 / (alpha F_out(Q0))``
-    (:func:`aimlib.noisy_softmax.fisher_at_q0`, ``c0 = k alpha_PR`` the slope of
+    (:func:`aimlib.channels.softmax_noisy.fisher_at_q0`, ``c0 = k alpha_PR`` the slope of
     the prior MMSE at zero noise, ``k = T^2 + T - 2``).
     """
-    from .. import noisy_softmax as ns
+    from ..channels import softmax_noisy as ns
     from .. import state_evolution as se
 
     alphas = _alpha_grid(lo, hi, "log", n)
@@ -171,7 +171,7 @@ def noisy_curve_cached(rho: float, beta: float, noise: float, lo: float, hi: flo
 @functools.lru_cache(maxsize=512)
 def thresholds_cached(channel: str, T: int, rho: float) -> dict:
     """Thresholds drawn on the SE plots: ``alpha_pr`` (softmax) or ``alpha_wr`` (hardmax, ``rho -> 0``)."""
-    from .. import hardmax
+    from ..channels import hardmax
     from .. import state_evolution as se
 
     if channel == "softmax":
@@ -186,7 +186,7 @@ def phase_grid_cached(channel: str, T: int, n_rho: int, n_alpha: int) -> dict:
 
     Softmax: computed on a grid of ``alpha_bar = k alpha`` (``k = T^2 + T - 2``) and rescaled.
     """
-    from .. import hardmax
+    from ..channels import hardmax
     from .. import state_evolution as se
 
     rhos = np.geomspace(0.05, 5.0, n_rho)
