@@ -51,8 +51,6 @@ def _load_cupy():
     if _CUPY_CHECKED:
         return _CUPY
     _CUPY_CHECKED = True
-    if os.environ.get("AIMLIB_BACKEND", "").lower() == "numpy":
-        return None
     try:
         import cupy
 

@@ -174,13 +174,15 @@ def _amp_arguments(p):
     _run_arguments(p)
     _add_channel(p)
     p.add_argument("--max-iter", type=int, default=300, help="iteration cap (default: 300)")
+    p.add_argument("--on-max-iter", choices=["raise", "warn", "return"], default="raise",
+                   help="at the cap: fail with exit status 1 (default), or print the unconverged row")
 
 
 def _amp_run(args) -> int:
     from . import amp
 
     row = amp.run_amp(_channel(args), args.T, args.rho, args.alpha, args.d, args.seed, backend=args.backend,
-                      dtype=args.dtype, max_iter=args.max_iter)
+                      dtype=args.dtype, max_iter=args.max_iter, on_max_iter=args.on_max_iter)
     _print_row(["alpha", "d", "seed", "mmse", "iterations", "seconds"], row)
     return 0
 

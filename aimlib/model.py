@@ -24,7 +24,7 @@ from .backend import get_array_module, module_named, to_common, to_device, to_ho
 from .channels import Channel
 
 __all__ = ["teacher_width", "sample_teacher", "sample_tokens", "attention_indices",
-           "n_samples", "Dataset", "estimation_error", "sample_dataset", "index_covariance", "index_excess_kurtosis"]
+           "n_samples", "dataset_bytes", "Dataset", "estimation_error", "sample_dataset", "index_covariance", "index_excess_kurtosis"]
 
 
 def teacher_width(d: int, rho: float) -> int:
@@ -104,11 +104,25 @@ def attention_indices(X, S):
     return (h + xp.swapaxes(h, 1, 2)) / 2
 
 
+#: more samples than this can never be held in memory
+N_MAX = 10**15
+
+
 def n_samples(alpha: float, d: int) -> int:
-    """Number of samples ``n = round(alpha d^2)`` (at least 1)."""
+    """Number of samples ``n = round(alpha d^2)`` (at least 1, at most ``N_MAX``)."""
     alpha = v.positive("alpha", alpha)
     d = v.integer("d", d, minimum=1)
+    if alpha * d * d > N_MAX:
+        raise ValueError(f"alpha must be in (0, {N_MAX / (d * d):.4g}] at d = {d} "
+                         f"(n = alpha d^2 <= {N_MAX:.0e} samples), got {alpha!r}")
     return max(1, int(round(alpha * d * d)))
+
+
+def dataset_bytes(n: int, d: int, T: int, rhos=(1.0,), itemsize: int = 8) -> int:
+    """Bytes of a sampled data set: tokens, indices, outputs and teachers, plus the float64 draws."""
+    L = len(rhos)
+    widths = sum(teacher_width(d, r) for r in rhos)
+    return itemsize * (n * T * d + 2 * n * L * T * T + L * d * d) + 8 * (n * T * d + d * widths + L * d * d)
 
 
 @dataclass
@@ -141,12 +155,14 @@ class Dataset:
 
 
 def sample_dataset(alpha: float, d: int, T: int, rho: float, channel: Channel, seed=None,
-                   *, backend: str | None = None, dtype=np.float64) -> Dataset:
+                   *, backend: str | None = None, dtype=np.float64, memory_mb: float = v.MEMORY_MB) -> Dataset:
     """Sample teacher(s), ``n = round(alpha d^2)`` sequences and their outputs.
 
     One seed drives all draws (teachers in layer order, tokens, label noise)
     through a single Generator, so the data set is reproducible on every backend.
-    ``rho`` is one width ratio, or ``channel.n_indices`` of them.
+    ``rho`` is one width ratio, or ``channel.n_indices`` of them.  Sizes whose
+    arrays (:func:`dataset_bytes`) exceed ``memory_mb`` MiB are refused before
+    anything is allocated, with an error naming the parameter to lower.
     """
     if not isinstance(channel, Channel):
         raise TypeError(f"channel must be an aimlib.channels.Channel, got {type(channel).__name__}")
@@ -156,6 +172,12 @@ def sample_dataset(alpha: float, d: int, T: int, rho: float, channel: Channel, s
     rhos = (rho,) if L == 1 else tuple(np.atleast_1d(np.asarray(rho, dtype=float)).tolist())
     if len(rhos) != L:
         raise ValueError(f"rho must hold {L} width ratios (one per index of {channel!r}), got {len(rhos)}")
+    rhos = tuple(v.rho(r) for r in rhos)
+    T = v.integer("T", T, minimum=2)
+    itemsize = np.dtype(dtype).itemsize
+    v.check_memory(lambda n, d: dataset_bytes(n, d, T, rhos, itemsize), {"n": n, "d": d},
+                   v.positive("memory_mb", memory_mb), what="the arrays of the data set",
+                   via={"n": ("alpha", alpha, d * d)})
     teachers = [sample_teacher(d, r, rng, backend=backend, dtype=dtype) for r in rhos]
     S = teachers[0] if L == 1 else get_array_module(teachers[0]).stack(teachers)
     X = sample_tokens(n, T, d, rng, backend=backend, dtype=dtype)

@@ -46,7 +46,8 @@ def strict_cupy(monkeypatch):
     """The strict CuPy stand-in (``tests/strict_cupy.py``) installed as ``cupy`` for one test.
 
     A CPU test double that enforces CuPy's host/device rules, not a GPU run.
-    ``aimlib.backend``'s CuPy cache is reset for the test; the real ``cupy``
+    Arrays created from scratch stay on the host unless the test passes
+    ``backend='cupy'``.  ``aimlib.backend``'s CuPy cache is reset for the test; the real ``cupy``
     (``AIMLIB_TEST_BACKEND=cupy``) and the cache come back afterwards.
     """
     import strict_cupy as stand_in
@@ -54,7 +55,8 @@ def strict_cupy(monkeypatch):
     from aimlib import backend as backend_module
 
     monkeypatch.setitem(sys.modules, "cupy", stand_in)
-    monkeypatch.delenv("AIMLIB_BACKEND", raising=False)
+    monkeypatch.setenv("AIMLIB_BACKEND", "numpy")   # new arrays on the host unless a test asks for 'cupy'
+
     monkeypatch.setattr(backend_module, "_CUPY", None)
     monkeypatch.setattr(backend_module, "_CUPY_CHECKED", False)
     return stand_in

@@ -68,8 +68,9 @@ def test_make_channel_and_equality():
 @pytest.mark.parametrize(
     "call, exc, match",
     [
-        (lambda: channels.Softmax(beta=0.0), ValueError, "beta must be > 0"),
-        (lambda: channels.Softmax(beta=-1.0), ValueError, "beta must be > 0"),
+        (lambda: channels.Softmax(beta=0.0), ValueError, r"beta must be in \(0, 1e\+30\]"),
+        (lambda: channels.Softmax(beta=-1.0), ValueError, r"beta must be in \(0, 1e\+30\]"),
+            (lambda: channels.Softmax(beta=1e308), ValueError, r"beta must be in \(0, 1e\+30\]"),
         (lambda: channels.Linear(noise=-0.1), ValueError, "noise must be >= 0"),
         (lambda: channels.Hardmax(noise=float("inf")), ValueError, "noise must be finite"),
         (lambda: channels.make_channel("relu"), ValueError, "channel must be one of"),

@@ -323,8 +323,10 @@ def test_run_gd_on_the_device(strict_cupy):
 # ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("argv", [
-    ["amp", "--channel", "softmax", "--T", "2", "--alpha", "0.1", "--d", "30", "--seed", "2", "--max-iter", "4"],
-    ["amp", "--channel", "hardmax", "--T", "2", "--alpha", "0.4", "--d", "24", "--max-iter", "3"],
+    ["amp", "--channel", "softmax", "--T", "2", "--alpha", "0.1", "--d", "30", "--seed", "2", "--max-iter", "4",
+     "--on-max-iter", "return"],
+    ["amp", "--channel", "hardmax", "--T", "2", "--alpha", "0.4", "--d", "24", "--max-iter", "3",
+     "--on-max-iter", "return"],
     ["gd", "--T", "2", "--alpha", "0.2", "--d", "10", "--restarts", "2", "--steps", "15"],
 ], ids=lambda a: a[0] + "-" + a[2])
 def test_cli_on_the_device(strict_cupy, capsys, argv):

@@ -272,4 +272,4 @@ def _change(p, S_hat, m, history, m_floor, t, xp):
     change = min((max(float(xp.sum((S - o) ** 2)) / (p.d * max(mm, m_floor, 1e-300))
                       for S, o, mm in zip(S_hat, old, m)) for old in history), default=math.inf)
     history.append([S.copy() for S in S_hat])
-    return change
+    return float(change)

@@ -27,7 +27,10 @@ independent across entries and layers, and
 
 For ``L = 1``, ``omega`` has the shape of ``y`` and ``V``, ``q``, ``Q0`` are numbers;
 for ``L > 1``, ``omega`` has an extra axis ``-3`` of length ``L`` and ``V``, ``q``,
-``Q0`` are sequences of ``L`` numbers.
+``Q0`` are sequences of ``L`` numbers.  One overlap per index (a diagonal SE) is
+exact when the cross terms ``E[g_{l,ab} g_{l',ab}]``, ``l != l'``, vanish; a
+channel whose outputs mix the layers' information more tightly needs ``L x L``
+overlaps, which this contract does not cover.
 """
 from __future__ import annotations
 

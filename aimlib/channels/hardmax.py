@@ -56,7 +56,7 @@ from scipy import special
 
 from .. import _validate as v
 from ..backend import get_array_module, to_device, to_host
-from ..errors import ConvergenceError
+from ..errors import check_on_max_iter, max_iter_reached
 from ._bivariate import bvn_cdf, grad_log_bvn, log_bvn_cdf, log_phi
 from .base import Channel
 
@@ -415,28 +415,35 @@ def limit_map(E, alpha_bar):
     ``F = G((1 - E)/E) / E`` (``V = E``, ``q = 1 - E``): the prior has become a
     vanishing-rank-fraction spike whose Bayes error is the BBP formula.
     """
-    E = float(E)
+    E = v.real("E", E)
+    if not 0 < E <= 1:
+        raise ValueError(f"E must be in (0, 1] (an estimation error of the rho -> 0 limit), got {E!r}")
+    alpha_bar = v.positive("alpha_bar", alpha_bar)
     F = fisher_scaled((1.0 - E) / E) / E
     delta = 1.0 / (alpha_bar * F)
     return 1.0 - max(1.0 - delta, 0.0) ** 2
 
 
 def limit_error(alpha_bar, *, start: float = 1.0, tol: float = 1e-12, max_iter: int = 100000,
-                damping: float = 0.0) -> float:
+                damping: float = 0.0, on_max_iter: str = "raise") -> float:
     r"""Fixed point ``E_S`` of :func:`limit_map` (the ``rho -> 0`` limit at fixed ``alpha_bar``).
 
     Iterated from ``start`` (``1``: the uninformative estimate).  Returns 1 for
-    ``alpha_bar <= alpha_bar_WR``.  Raises :class:`aimlib.ConvergenceError` if
-    the iteration does not settle.
+    ``alpha_bar <= alpha_bar_WR``.  At ``max_iter`` the rule of
+    :mod:`aimlib.errors` applies (``on_max_iter``; by default a
+    :class:`aimlib.ConvergenceError`).
     """
     alpha_bar = v.positive("alpha_bar", alpha_bar)
     damping = v.in_range("damping", damping, 0.0, 0.99)
     E = v.in_range("start", start, 1e-12, 1.0)
+    max_iter = v.integer("max_iter", max_iter, minimum=1)
+    check_on_max_iter(on_max_iter)
     for _ in range(max_iter):
         E_new = (1 - damping) * limit_map(E, alpha_bar) + damping * E
         E_new = min(max(E_new, 1e-300), 1.0)
         if abs(E_new - E) <= tol * max(E, 1e-12):
             return E_new
         E = E_new
-    raise ConvergenceError(f"rho -> 0 hardmax SE did not converge at alpha_bar={alpha_bar} "
-                           f"in {max_iter} iterations (last E={E})")
+    max_iter_reached(f"rho -> 0 hardmax SE did not converge at alpha_bar={alpha_bar} "
+                     f"in {max_iter} iterations (last E={E})", on_max_iter)
+    return E

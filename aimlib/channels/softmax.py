@@ -31,7 +31,19 @@ from .. import _validate as v
 from ..backend import get_array_module
 from .base import Channel, sigma2
 
-__all__ = ["Softmax", "row_softmax", "softmax_k"]
+__all__ = ["Softmax", "row_softmax", "softmax_k", "check_beta", "BETA_MAX"]
+
+#: Largest inverse temperature: ``beta h`` stays finite in float32 (max 3.4e38)
+#: for indices up to ``|h| ~ 1e8``, far beyond the O(1) indices of the model.
+BETA_MAX = 1e30
+
+
+def check_beta(beta) -> float:
+    """Return ``beta`` as a float in ``(0, BETA_MAX]``, else raise ``ValueError`` naming it."""
+    b = v.real("beta", beta, allow_inf=True)
+    if not 0 < b <= BETA_MAX:
+        raise ValueError(f"beta must be in (0, {BETA_MAX:g}], got {beta!r}")
+    return b
 
 
 def row_softmax(z):
@@ -52,15 +64,13 @@ def softmax_k(T: int) -> int:
 
 
 class Softmax(Channel):
-    """Row-wise softmax at inverse temperature ``beta`` (``0 < beta <= 1e6``), noiseless."""
+    """Row-wise softmax at inverse temperature ``beta`` (``0 < beta <= BETA_MAX``), noiseless."""
 
     name = "softmax"
-    #: largest inverse temperature: beyond it exp(beta h) leaves double precision for h = O(1)
-    BETA_MAX = 1e6
 
     def __init__(self, beta: float = 1.0):
         super().__init__(0.0)
-        self.beta = v.in_range("beta", v.positive("beta", beta), 0.0, self.BETA_MAX)
+        self.beta = check_beta(beta)
 
     def _params(self) -> str:
         return f"beta={self.beta:g}"

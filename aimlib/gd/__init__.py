@@ -16,10 +16,12 @@ descent), :mod:`~aimlib.gd.memory` (the memory guard), :mod:`~aimlib.gd.train`
 array operation goes through :func:`aimlib.backend.get_array_module`, so the
 same code runs on NumPy and CuPy.
 """
-from .memory import MEMORY_MB, memory_estimate
+from .._validate import MEMORY_MB
+from ..channels.softmax import BETA_MAX
+from .memory import memory_estimate
 from .optim import OPTIMIZERS
 from .run import run_gd
-from .student import (BETA_MAX, initial_weights, loss, loss_and_grad, student_indices, student_matrix,
+from .student import (initial_weights, loss, loss_and_grad, student_indices, student_matrix,
                       student_output)
 from .train import GDResult, train_gd
 

@@ -20,11 +20,6 @@ from __future__ import annotations
 
 from .. import _validate as v
 
-#: Default budget of :func:`aimlib.gd.train_gd` and :func:`aimlib.gd.run_gd` (MiB): 8 GiB.
-MEMORY_MB = 8192.0
-
-_MINIMUM = {"T": 2}
-
 
 def memory_estimate(n: int, T: int, d: int, rank: int, restarts: int = 1, *, n_test: int = 0,
                     itemsize: int = 8) -> int:
@@ -48,60 +43,3 @@ def memory_estimate(n: int, T: int, d: int, rank: int, restarts: int = 1, *, n_t
 def check_memory_mb(memory_mb) -> float:
     """Return the budget ``memory_mb`` (MiB) as a float > 0."""
     return v.positive("memory_mb", memory_mb)
-
-
-def _largest(fits, value: int, minimum: int) -> int | None:
-    """The largest integer in ``[minimum, value)`` for which ``fits`` holds (``None`` if none does)."""
-    if not fits(minimum):
-        return None
-    lo, hi = minimum, value  # fits(lo), not fits(hi)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-    return lo
-
-
-def _round_down(x: float) -> float:
-    """``x`` rounded down to 4 significant digits (a limit that is safe to quote)."""
-    shown = float(f"{x:.4g}")
-    return shown if shown <= x else float(f"{x * (1 - 1e-3):.4g}")
-
-
-def check_memory(need, sizes: dict, memory_mb: float, *, via: dict | None = None) -> None:
-    """Raise ``ValueError`` if ``need(**sizes)`` bytes exceed ``memory_mb`` MiB.
-
-    ``need`` must increase with every size.  The error names the size that,
-    lowered alone, must shrink by the largest factor to fit, and the range it
-    may take; ``via`` maps a size set through another parameter to
-    ``(parameter, value, scale)`` so that the range is stated for the
-    parameter (``n = alpha d^2``: ``via={'n': ('alpha', alpha, d * d)}``).
-    """
-    budget = memory_mb * 2**20
-    total = need(**sizes)
-    if total <= budget:
-        return
-    limits = {}
-    for name, value in sizes.items():
-        limits[name] = _largest(lambda x, name=name: need(**{**sizes, name: x}) <= budget, value,
-                                _MINIMUM.get(name, 1))
-    via = via or {}
-
-    def shown(name):  # "restarts = 8", or "alpha = 0.1 (n = 40)" for a size set through a parameter
-        if name not in via:
-            return f"{name} = {sizes[name]}"
-        size = f" ({name} = {sizes[name]})" if sizes[name] < 10**12 else ""
-        return f"{via[name][0]} = {via[name][1]!r}{size}"
-
-    head = f"the arrays of gradient descent need about {total / 2**20:.3g} MiB, more than memory_mb = {memory_mb:g}"
-    fixable = [name for name in sizes if limits[name] is not None]
-    if not fixable:
-        too_big = [shown(k) for k in sizes if sizes[k] > _MINIMUM.get(k, 1)]
-        raise ValueError(f"{head}; lower {', '.join(too_big)} or raise memory_mb")
-    name = max(fixable, key=lambda k: sizes[k] / limits[k])
-    others = ", ".join(shown(k) for k in sizes if k != name)
-    if name in via:
-        param, _, scale = via[name]
-        allowed = f"(0, {_round_down(limits[name] / scale):.4g}]"
-    else:
-        param, allowed = name, f"[{_MINIMUM.get(name, 1)}, {limits[name]}]"
-    raise ValueError(f"{shown(name)}: {head}; at {others}, {param} must be in {allowed} (or raise memory_mb)")

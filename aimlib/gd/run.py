@@ -9,8 +9,9 @@ from .. import _validate as v
 from ..backend import float_dtype
 from ..channels import Softmax
 from ..model import attention_indices, sample_dataset, sample_tokens, teacher_width
-from .memory import MEMORY_MB, check_memory, check_memory_mb, memory_estimate
-from .student import check_beta
+from .._validate import MEMORY_MB, check_memory
+from .memory import check_memory_mb, memory_estimate
+from ..channels.softmax import check_beta
 from .train import train_gd
 
 _NOT_OPTIONS = ("X", "y", "S", "init", "restarts", "X_test", "y_test")

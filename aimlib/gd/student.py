@@ -18,19 +18,7 @@ import numpy as np
 from .. import _validate as v
 from ..backend import get_array_module, module_named, to_common, to_device
 from ..channels import row_softmax
-
-#: Largest inverse temperature: ``beta h`` stays finite in float32 (max 3.4e38)
-#: for indices up to ``|h| ~ 1e8``, far beyond the O(1) indices of the model.
-BETA_MAX = 1e30
-
-
-def check_beta(beta) -> float:
-    """Return ``beta`` as a float in ``(0, BETA_MAX]``, else raise ``ValueError`` naming it."""
-    b = v.real("beta", beta, allow_inf=True)
-    if not 0 < b <= BETA_MAX:
-        raise ValueError(f"beta must be in (0, {BETA_MAX:g}], got {beta!r}")
-    return b
-
+from ..channels.softmax import check_beta
 
 def as_batch(W, name: str = "W"):
     """Return ``(W3, squeeze)``: ``W`` as ``(k, d, r)`` and whether it came as ``(d, r)``."""

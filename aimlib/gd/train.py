@@ -17,9 +17,11 @@ from .. import _validate as v
 from ..backend import get_array_module, to_device, to_host
 from ..errors import ConvergenceError
 from ..model import estimation_error, teacher_width
-from .memory import MEMORY_MB, check_memory, check_memory_mb, memory_estimate
+from .._validate import MEMORY_MB, check_memory
+from .memory import check_memory_mb, memory_estimate
 from .optim import make_optimizer
-from .student import as_batch, check_beta, check_xy, gram, initial_weights, loss_grad
+from ..channels.softmax import check_beta
+from .student import as_batch, check_xy, gram, initial_weights, loss_grad
 
 
 @dataclass

@@ -1,0 +1,78 @@
+"""Property tests of the channel contract (hypothesis): every channel, random shapes and parameters."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from aimlib.channels import (CHANNELS, Hardmax, Linear, NoisySoftmax, Softmax, make_channel, sample_indices,
+                             sample_se_measure)
+
+SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def channel_cases(draw):
+    """A channel with its parameters and a token count its Bayes side supports."""
+    kind = draw(st.sampled_from(["softmax", "noisy-softmax", "hardmax", "linear"]))
+    beta = draw(st.floats(0.1, 8.0))
+    noise = draw(st.floats(0.02, 1.0))
+    if kind == "softmax":
+        return Softmax(beta=beta), draw(st.integers(2, 5))
+    if kind == "noisy-softmax":
+        return NoisySoftmax(beta=beta, noise=noise), 2
+    if kind == "hardmax":
+        return Hardmax(), 2
+    return Linear(noise=draw(st.sampled_from([0.0, noise]))), draw(st.integers(2, 5))
+
+
+@SETTINGS
+@given(case=channel_cases(), n=st.integers(1, 6), var=st.floats(0.1, 3.0), seed=st.integers(0, 2**16))
+def test_forward_map_shape_and_range(case, n, var, seed):
+    ch, T = case
+    y = ch(sample_indices(n, T, var, seed), seed=seed)
+    assert y.shape == (n, T, T) and np.all(np.isfinite(y))
+    if isinstance(ch, Softmax) and ch.noise == 0:
+        assert np.allclose(y.sum(axis=-1), 1.0) and np.all(y > 0)
+    if isinstance(ch, Hardmax):
+        assert np.all((y == 0) | (y == 1)) and np.all(y.sum(axis=-1) == 1)
+
+
+@SETTINGS
+@given(case=channel_cases(), n=st.integers(1, 5), q=st.floats(0.0, 1.2), seed=st.integers(0, 2**16))
+def test_bayes_side_shapes_symmetry_and_finiteness(case, n, q, seed):
+    ch, T = case
+    Q0 = 1.5
+    omega, _, y = sample_se_measure(ch, n, q, Q0, T, seed)
+    V = Q0 - q
+    g = ch.g_out(y, omega, V)
+    logz = ch.log_partition(y, omega, V)
+    assert g.shape == omega.shape and np.allclose(g, np.swapaxes(g, -1, -2))
+    assert np.all(np.isfinite(g)) and logz.shape == (n,) and np.all(np.isfinite(logz))
+
+
+@SETTINGS
+@given(case=channel_cases(), q1=st.floats(0.0, 1.0), dq=st.floats(0.05, 0.4))
+def test_fisher_is_positive_and_grows_with_the_overlap(case, q1, dq):
+    """More overlap, less fluctuation: every channel's F_out(q) is positive and increasing in q."""
+    ch, T = case
+    Q0 = 1.5
+    F1, F2 = ch.fisher(q1, Q0, T), ch.fisher(q1 + dq, Q0, T)
+    assert 0 < F1 < np.inf and F2 > F1 * (1 - 1e-3)
+
+
+@SETTINGS
+@given(name=st.sampled_from(sorted(CHANNELS)), beta=st.floats(0.1, 10.0), noise=st.floats(0.0, 1.0))
+def test_the_registry_builds_each_channel_once(name, beta, noise):
+    params = {"noise": noise} | ({"beta": beta} if name == "softmax" else {})
+    ch = make_channel(name, **params)
+    assert make_channel(ch) is ch and ch.name == name and ch.noise == noise
+    expected = (NoisySoftmax(beta, noise) if noise > 0 else Softmax(beta)) if name == "softmax" \
+        else CHANNELS[name](noise=noise)
+    assert ch == expected and hash(ch) == hash(expected)
+    if name != "softmax":
+        with pytest.raises(ValueError, match=f"beta is not a parameter of the {name} channel"):
+            make_channel(name, beta=beta)
+    with pytest.raises(TypeError, match="already an instance"):
+        make_channel(ch, noise=noise)
