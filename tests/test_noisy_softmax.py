@@ -16,22 +16,15 @@ import pytest
 from aimlib.channels import softmax_noisy as ns
 from aimlib import state_evolution as se
 from aimlib.amp import run_amp
-from aimlib.channels import NoisySoftmax, Softmax
+from aimlib.channels import NoisySoftmax, sample_se_measure
 
 SIGMA2 = np.array([[2.0, 1.0], [1.0, 2.0]])
 
 
 def draw(n, q, V, beta, noise, seed):
-    """``(omega, y)`` from the SE measure: omega ~ N(0, q Sigma), h ~ N(omega, V Sigma), y through the channel."""
-    rng = np.random.default_rng(seed)
-
-    def sym(scale):  # independent entries: variance 2 scale (diagonal), scale (off-diagonal)
-        e = rng.standard_normal((n, 3)) * np.sqrt(scale * np.array([2.0, 1.0, 2.0]))
-        return np.stack([e[:, :2], e[:, 1:]], axis=1)
-
-    omega = sym(q)
-    h = omega + sym(V)
-    return omega, NoisySoftmax(beta=beta, noise=noise)(h, seed=rng)
+    """``(omega, y)`` from the SE measure of the noisy softmax (T = 2)."""
+    omega, _, y = sample_se_measure(NoisySoftmax(beta=beta, noise=noise), n, q, q + V, 2, seed)
+    return omega, y
 
 
 def brute_force(y, omega, V, beta, noise):

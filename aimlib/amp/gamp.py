@@ -213,19 +213,42 @@ def gamp_rie(X, y, channel: Channel, rho, *, S=None, damping: float = 0.5, max_i
     min_iter = v.integer("min_iter", min_iter, minimum=1)
     check_on_max_iter(on_max_iter)
     m_floor = v.nonnegative("m_floor", float(np.sqrt(np.finfo(p.dtype).eps)) if m_floor is None else m_floor)
+    rec = _Recorder(trace, p.S is not None)
+    t0 = time.perf_counter()
+    S_hat, m, delta, t, reason, change = _iterate(p, rec, max_iter, tol, lookback, min_iter, m_floor)
+    seconds = time.perf_counter() - t0
+    converged, xp, L = reason != "max_iter", p.xp, len(p.rho)
+    if not converged:
+        max_iter_reached(f"GAMP-RIE did not converge in max_iter={max_iter} iterations (last change "
+                         f"{change:.3g} > tol={tol:g} in units of m={_pack(m)}); increase max_iter or "
+                         "damping, or loosen tol", on_max_iter)
+    err = _check_result(p, S_hat, m, xp) if converged else (_error(p, S_hat, xp) if p.S else None)
+    return AMPResult(S_hat=to_host(S_hat[0] if L == 1 else xp.stack(S_hat)), mmse=None if err is None else _pack(err),
+                     m=_pack(m), delta=_pack(delta), iterations=t, converged=converged, reason=reason,
+                     trace=rec.rec, seconds=seconds,
+                     options=dict(damping=p.damping, damp=damp, tol=tol, lookback=lookback,
+                                  chunk_size=p.chunk_size, dtype=str(p.dtype), max_iter=max_iter))
+
+
+def _iterate(p, rec, max_iter, tol, lookback, min_iter, m_floor):
+    """The GAMP-RIE loop: channel step, prior step, damping, stopping rules.
+
+    Returns ``(S_hat, m, delta, iterations, reason, change)`` with ``reason`` one of
+    ``'tol'``, ``'perfect'`` and ``'max_iter'``.
+    """
     xp, L = p.xp, len(p.rho)
     S_hat = p.init or [math.sqrt(r) * xp.eye(p.d, dtype=p.dtype) for r in p.rho]
     m = np.ones(L)
     g_prev = xp.zeros((p.n, L, p.T, p.T), dtype=p.dtype)
     g_new = xp.empty_like(g_prev)
-    history, rec = deque(maxlen=lookback), _Recorder(trace, p.S is not None)
-    converged, reason, delta, change, t0 = False, "max_iter", np.full(L, np.nan), math.inf, time.perf_counter()
+    history = deque(maxlen=lookback)
+    reason, delta, change = "max_iter", np.full(L, np.nan), math.inf
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         for t in range(1, max_iter + 1):
             try:
                 delta, R = channel_step(p, S_hat, m, g_prev, g_new, t)
                 if np.all(delta < DELTA_MIN):   # the channel pins every S down: R is the estimate
-                    S_hat, m, converged, reason = R, np.zeros(L), True, "perfect"
+                    S_hat, m, reason = R, np.zeros(L), "perfect"
                     e_R = _error(p, R, xp) if p.S else []
                     rec.add(m=m, m_new=m, delta=delta, change=0.0, error=e_R, error_new=e_R,
                             noise_ratio=[e / dl for e, dl in zip(e_R, delta)])
@@ -245,22 +268,12 @@ def gamp_rie(X, y, channel: Channel, rho, *, S=None, damping: float = 0.5, max_i
             rec.add(m=m, m_new=m_new, delta=delta, change=change,
                     error=_error(p, S_hat, xp) if p.S else [])
             if t >= min_iter and change <= tol:
-                converged, reason = True, "tol"
+                reason = "tol"
                 break
             if np.all(m < m_floor):
-                converged, reason = True, "perfect"
+                reason = "perfect"
                 break
-    seconds = time.perf_counter() - t0
-    if not converged:
-        max_iter_reached(f"GAMP-RIE did not converge in max_iter={max_iter} iterations (last change "
-                         f"{change:.3g} > tol={tol:g} in units of m={_pack(m)}); increase max_iter or "
-                         "damping, or loosen tol", on_max_iter)
-    err = _check_result(p, S_hat, m, xp) if converged else (_error(p, S_hat, xp) if p.S else None)
-    return AMPResult(S_hat=to_host(S_hat[0] if L == 1 else xp.stack(S_hat)), mmse=None if err is None else _pack(err),
-                     m=_pack(m), delta=_pack(delta), iterations=t, converged=converged, reason=reason,
-                     trace=rec.rec, seconds=seconds,
-                     options=dict(damping=p.damping, damp=damp, tol=tol, lookback=lookback,
-                                  chunk_size=p.chunk_size, dtype=str(p.dtype), max_iter=max_iter))
+    return S_hat, m, delta, t, reason, change
 
 
 def _change(p, S_hat, m, history, m_floor, t, xp):

@@ -1,50 +1,16 @@
 r"""The hardmax channel: each row of ``y`` is one-hot at ``argmax_b h_ab`` (the ``beta -> infinity`` softmax).
 
-The Bayes side is for ``T = 2`` tokens, noiseless (book, chapter "The hardmax channel").
+Bayes side for ``T = 2``, noiseless (derived in the book, chapter "The hardmax channel").
+The output is fixed by two signs ``s_i = sign(h_ii - h_12)``; given
+``h ~ N(omega, V Sigma)`` the differences ``u_i = h_ii - h_12`` have means
+``m_i = omega_ii - omega_12``, variance ``3V`` and correlation ``1/3``, so
 
-Outputs and likelihood
-----------------------
-For ``T = 2`` the hardmax output (each row one-hot at its argmax) is fixed by
-two signs,
+.. math::  Z_{\rm out} = \Phi_2(\kappa_1, \kappa_2; s_1 s_2/3),\quad \kappa_i = \frac{s_i m_i}{\sqrt{3V}},\qquad
+           g_{ii} = \frac{s_i A_i}{\sqrt{3V}},\quad g_{12} = -(g_{11} + g_{22}),
 
-.. math::  s_1 = \operatorname{sign}(h_{11} - h_{12}),\qquad
-           s_2 = \operatorname{sign}(h_{22} - h_{12}),
-
-(ties have probability zero).  Given the AMP/SE estimate ``omega``, the index
-is Gaussian, ``h ~ N(omega, V Sigma)`` with independent entries of variances
-``2V`` (diagonal) and ``V`` (off-diagonal).  The differences
-``u_i = h_ii - h_12`` are jointly Gaussian with means ``m_i = omega_ii - omega_12``,
-variances ``2V + V = 3V`` and covariance ``Var h_12 = V`` (correlation ``1/3``),
-so the channel probability of the output is a bivariate normal orthant
-probability
-
-.. math::  Z_{\rm out}(s, \omega, V) = P(s_1 u_1 > 0, s_2 u_2 > 0)
-           = \Phi_2(\kappa_1, \kappa_2; r), \qquad
-           \kappa_i = \frac{s_i m_i}{\sqrt{3V}},\quad r = \frac{s_1 s_2}{3},
-
-with ``Phi_2(h, k; r) = P(X < h, Y < k)`` for standard normals of correlation ``r``.
-
-Output function
----------------
-``d Phi_2 / dh = phi(h) Phi((k - r h)/sqrt(1 - r^2))`` gives, with
-``A_i = d log Phi_2 / d kappa_i`` and the chain rule ``d kappa_i / d omega_ii =
-s_i/sqrt(3V) = - d kappa_i / d omega_12``,
-
-.. math::  g_{11} = \frac{s_1 A_1}{\sqrt{3V}},\quad g_{22} = \frac{s_2 A_2}{\sqrt{3V}},\quad
-           g_{12} = -(g_{11} + g_{22}),\qquad
-           A_1 = \frac{\phi(\kappa_1)\,\Phi\big((\kappa_2 - r\kappa_1)/\sqrt{1-r^2}\big)}
-                      {\Phi_2(\kappa_1,\kappa_2;r)}
-
-(``A_2`` with ``1 <-> 2``).  Every factor is evaluated in log space
-(``scipy.special.log_ndtr`` and :func:`aimlib.channels._bivariate.log_bvn_cdf`), so the ratio never becomes
-``0/0`` in the tails.
-
-State-evolution function
-------------------------
-``F_out(q) = 2 sum_{a<=b} sigma2_ab E[g_ab^2] = G(q/V) / V`` with ``V = Q0 - q``
-and a universal function ``G`` of ``lambda = q/V`` that is computed by
-deterministic Gauss-Legendre quadrature (see :func:`fisher_scaled`) and
-cached as a Chebyshev interpolant for speed.
+with ``A_i = d log Phi_2 / d kappa_i`` evaluated in log space
+(:mod:`aimlib.channels._bivariate`).  ``F_out(q) = G(q/V)/V`` with a universal
+function ``G`` computed by deterministic quadrature (:func:`fisher_scaled`).
 """
 from __future__ import annotations
 

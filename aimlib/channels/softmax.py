@@ -93,8 +93,9 @@ class Softmax(Channel):
             raise ValueError(f"y must have shape (..., T, T), got {tuple(y.shape)}")
         xp = get_array_module(y)
         if not bool(xp.all(y > 0)):
-            raise ValueError("y must have strictly positive entries (softmax outputs); "
-                             "an entry <= 0 cannot come from the softmax channel")
+            raise ValueError(f"y must have strictly positive entries (softmax outputs), got an entry <= 0: "
+                             f"at beta = {self.beta:g} exp(beta h) underflows where beta |h_ab - h_ac| "
+                             "exceeds ~700, so beta must be lower for these indices (or use the hardmax)")
         ly = xp.log(y)
         D = xp.swapaxes(ly, -1, -2) - ly
         L = D.mean(axis=-1)

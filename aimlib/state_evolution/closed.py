@@ -22,7 +22,9 @@ def solve_closed(abar: float, m, c0: float, guess: float | None, tol: float, gau
     ``guess`` is a starting ``t`` (warm start).  Secant iterations inside a
     maintained bracket (``h`` decreasing in ``t``), bisection as fallback.
     ``gaussian``: the prior is ``Delta/(1+Delta)`` (``rho = inf``), solved exactly,
-    ``V = 1 - abar``, ``Delta = 1/abar - 1``.
+    ``V = 1 - abar``, ``Delta = 1/abar - 1``.  Below ``abar = 1e-12`` the root
+    lies where ``mmse = 1 - c/Delta`` (the asymptotic branch of
+    :func:`~aimlib.state_evolution.prior_mmse`) and is solved exactly.
     """
     if abar <= 0:
         return 1.0, math.inf, 0, [1.0]
@@ -30,6 +32,10 @@ def solve_closed(abar: float, m, c0: float, guess: float | None, tol: float, gau
         return 0.0, 0.0, 0, [0.0]
     if gaussian:
         return 1.0 - abar, 1.0 / abar - 1.0, 0, [1.0 - abar]
+    if abar < 1e-12:   # Delta = V/abar > 1e12, where mmse(Delta) = 1 - c/Delta: V^2 - V + c abar = 0
+        c = (1.0 - m(1e12)) * 1e12
+        V = 1.0 - 2.0 * c * abar / (1.0 + math.sqrt(1.0 - 4.0 * c * abar))
+        return V, V / abar, 1, [V]
     la = math.log(abar)
     evals = 0
     trace = []
@@ -72,7 +78,13 @@ def solve_closed(abar: float, m, c0: float, guess: float | None, tol: float, gau
             if lo < math.log(1e-15):  # numerically at perfect recovery
                 return 0.0, 0.0, evals, trace
             hlo = h(lo)
-    # secant / bisection inside [lo, hi] (Illinois-type regula falsi)
+    t = _regula_falsi(h, lo, hlo, hi, hhi, tol, abar)
+    delta = math.exp(t)
+    return abar * delta, delta, evals, trace
+
+
+def _regula_falsi(h, lo, hlo, hi, hhi, tol, abar):
+    """The root of the decreasing ``h`` inside ``[lo, hi]`` (``h(lo) > 0 > h(hi)``): Illinois-type regula falsi."""
     side = 0
     for _ in range(200):
         t = hi - hhi * (hi - lo) / (hhi - hlo)
@@ -80,7 +92,7 @@ def solve_closed(abar: float, m, c0: float, guess: float | None, tol: float, gau
             t = 0.5 * (lo + hi)
         ht = h(t)
         if abs(ht) < 1e-15 or (hi - lo) < tol:
-            break
+            return t
         if ht > 0:
             lo, hlo = t, ht
             if side == -1:
@@ -92,8 +104,5 @@ def solve_closed(abar: float, m, c0: float, guess: float | None, tol: float, gau
                 hlo /= 2
             side = 1
         if abs(hi - lo) < tol:
-            break
-    else:  # pragma: no cover
-        raise ConvergenceError(f"SE root find did not converge at alpha_bar={abar:g}")
-    delta = math.exp(t)
-    return abar * delta, delta, evals, trace
+            return t
+    raise ConvergenceError(f"SE root find did not converge at alpha_bar={abar:g}")  # pragma: no cover
