@@ -1,6 +1,7 @@
 """Experiment sweeps (aimlib.sweep): spec validation, run keys, schedulers, caching, resume, CLI."""
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import signal
@@ -60,6 +61,9 @@ def cli_run(*args, **kw):
     ({"T": "two"}, "T", "integer"),
     ({"T": [2, 2.5]}, "T[1]", "integer"),
     ({"rho": -0.5}, "rho", "> 0"),
+    ({"rho": 1e-6}, "rho", "must be in [0.0001, 10000.0], got 1e-06"),
+    ({"rho": [0.5, 1e5]}, "rho[1]", "[0.0001, 10000.0]"),
+    ({"method": "amp", "d": 20, "rho": math.inf}, "rho", "finite"),
     ({"alpha": [0.1, -1]}, "alpha[1]", "> 0"),
     ({"alpha": [0.1, True]}, "alpha[1]", "real number"),
     ({"alpha": []}, "alpha", "empty"),
@@ -99,6 +103,10 @@ def test_spec_errors_name_the_field(changes, field, words):
     assert f"spec field {field!r}" in msg
     assert words in msg
     assert "\n" not in msg
+
+
+def test_rho_inf_is_the_gaussian_prior_of_se():
+    assert SweepSpec(method="se", T=2, rho=[0.5, math.inf], alpha=0.1).rho == (0.5, math.inf)
 
 
 def test_spec_file_errors(tmp_path):
@@ -317,6 +325,68 @@ def test_foreign_or_locked_files_are_refused(tmp_path):
     assert run_sweep(BASE, out, workers=1, progress=False).complete
 
 
+def sha256(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+HEADER = ",".join(sweep.COLUMNS) + "\n"
+
+#: files that are not ours: a results file must refuse them and leave them byte-for-byte intact
+FOREIGN = {
+    "spec without a final newline": b"method: se\nT: 2\nrho: 0.5\nalpha: [0.1]",
+    "spec": b"method: se\nT: 2\nrho: 0.5\nalpha: [0.1]\n",
+    "other csv": b"a,b\n1,2\n",
+    "other csv, torn last line": b"a,b\n1,2\n3,",
+    "one line": b"hello world",
+    "one line with newline": b"hello world\n",
+    "binary": bytes(range(256)) * 4,
+    "our header with an extra column": (HEADER[:-1] + ",extra\n").encode(),
+    "our header without a column": (HEADER.rsplit(",", 1)[0] + "\n").encode(),
+    "our header after a blank line": ("\n" + HEADER).encode(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FOREIGN))
+def test_foreign_files_are_refused_and_left_intact(tmp_path, name):
+    out = tmp_path / "out.csv"
+    out.write_bytes(FOREIGN[name])
+    before = sha256(out)
+    for dry_run in (False, True):
+        with pytest.raises(ValueError, match="header differs") as info:
+            run_sweep(BASE, out, workers=1, progress=False, dry_run=dry_run)
+        assert "\n" not in str(info.value)
+        assert sha256(out) == before
+
+
+def test_cli_refuses_to_write_into_its_own_spec(tmp_path):
+    spec = tmp_path / "s.yaml"
+    spec.write_bytes(FOREIGN["spec without a final newline"])
+    before = sha256(spec)
+    for extra in ([], ["--dry-run"]):
+        p = cli_run(str(spec), "--out", str(spec), "--no-progress", *extra)
+        assert p.returncode == 2 and p.stdout == ""
+        lines = p.stderr.strip().splitlines()
+        assert len(lines) == 1 and "header differs" in lines[0], p.stderr
+        assert sha256(spec) == before
+
+
+def test_duplicate_rows_are_removed_on_resume(tmp_path):
+    out = tmp_path / "dup.csv"
+    run_sweep(spec_with(alpha=[0.05, 0.1]), out, workers=1, progress=False)
+    lines = out.read_text().splitlines(keepends=True)
+    out.write_text("".join(lines + [lines[1], lines[2], lines[1]]))  # each row twice or more
+    with pytest.warns(RuntimeWarning, match="duplicate"):
+        rep = run_sweep(spec_with(alpha=[0.05, 0.1, 0.15]), out, workers=1, progress=False,
+                        sort=False)
+    assert rep.n_cached == 2 and rep.n_computed == 1
+    # the duplicates are gone from the file itself, and the new row was appended to it
+    after = out.read_text().splitlines(keepends=True)
+    assert after[:3] == lines and len(after) == 4
+    keys = [r["key"] for r in read_results(out)]
+    assert sorted(keys) == sorted(r.key for r in expand(spec_with(alpha=[0.05, 0.1, 0.15])))
+    assert [p.name for p in tmp_path.iterdir()] == ["dup.csv"]  # no temporary file left
+
+
 def test_bad_run_sweep_arguments(tmp_path):
     with pytest.raises(ValueError, match="workers"):
         run_sweep(BASE, tmp_path / "x.csv", workers=0)
@@ -409,10 +479,13 @@ def test_cli_runs_caches_and_dry_runs(tmp_path):
     ("method: se\nT: 2\nrho: 0.5\nalpha: 0.1\n", ["--workers", "0"], "--workers"),
     ("method: se\nT: 2\nrho: 0.5\nalpha: 0.1\n", ["--scheduler", "slurm"], "scheduler"),
     (None, [], "cannot read spec file"),
+    (b"\xff\xfe\x00binary", [], "cannot read spec file"),
 ])
 def test_cli_bad_spec_exits_2_with_one_line(tmp_path, content, args, words):
     spec = tmp_path / "bad.yaml"
-    if content is not None:
+    if isinstance(content, bytes):
+        spec.write_bytes(content)
+    elif content is not None:
         spec.write_text(content)
     p = cli_run(str(spec), "--out", str(tmp_path / "bad.csv"), "--no-progress", *args)
     assert p.returncode == 2
@@ -420,6 +493,32 @@ def test_cli_bad_spec_exits_2_with_one_line(tmp_path, content, args, words):
     assert len(lines) == 1, p.stderr
     assert lines[0].startswith("python -m aimlib sweep: error:") and words in lines[0]
     assert p.stdout == ""
+
+
+@pytest.mark.parametrize("out, words", [
+    ("{tmp}", "is a directory"),
+    ("/dev/null", "is a device"),
+    ("", "empty path"),
+    ("{tmp}/s.yaml/x.csv", "Not a directory"),
+])
+def test_cli_bad_out_exits_2_with_one_line(tmp_path, out, words):
+    spec = tmp_path / "s.yaml"
+    spec.write_text("method: se\nT: 2\nrho: 0.5\nalpha: 0.1\n")
+    before = sha256(spec)
+    for extra in ([], ["--dry-run"]):
+        p = cli_run(str(spec), "--out", out.format(tmp=tmp_path), "--no-progress", *extra)
+        assert p.returncode == 2 and p.stdout == ""
+        lines = p.stderr.strip().splitlines()
+        assert len(lines) == 1, p.stderr
+        assert lines[0].startswith("python -m aimlib sweep: error: --out") and words in lines[0]
+    assert sha256(spec) == before and sorted(tmp_path.iterdir()) == [spec]
+
+
+def test_bad_out_paths_are_refused(tmp_path):
+    for out, words in ((tmp_path, "out must be a file"), ("", "out must be a file path"),
+                       (os.devnull, "out must be a regular file"), (3, "out must be a path")):
+        with pytest.raises((ValueError, TypeError), match=words):
+            run_sweep(BASE, out, workers=1, progress=False)
 
 
 def test_cli_failed_runs_exit_1(tmp_path, monkeypatch, capsys):
