@@ -95,6 +95,20 @@ def cli_run(*args, **kw):
     ({"method": "gd", "d": 20, "channel": "hardmax"}, "channel", "softmax"),
     ({"method": "gd", "d": 20, "noise": 0.1}, "noise", "must be 0"),
     ({"channel": "hardmax", "T": 3}, "T", "T = 2"),
+    # state-evolution options that the solver of some run would not use, or a solver it lacks
+    ({"options": {"se": {"max_iter": 100}}}, "options.se.max_iter", "closed-form solver"),
+    ({"channel": "linear", "options": {"se": {"damping": 0.5}}}, "options.se.damping",
+     "closed-form solver"),
+    ({"channel": ["hardmax", "softmax"], "options": {"se": {"max_iter": 100}}},
+     "options.se.max_iter", "channel 'softmax'"),
+    ({"options": {"se": {"solver": ["iterate", "closed"], "max_iter": 100}}}, "options.se.max_iter",
+     "solver 'closed'"),
+    ({"channel": "hardmax", "options": {"se": {"solver": "closed"}}}, "options.se.solver",
+     "noiseless softmax or linear"),
+    ({"noise": 0.1, "options": {"se": {"solver": "closed"}}}, "options.se.solver",
+     "noiseless softmax or linear"),
+    ({"channel": "hardmax", "rho": math.inf}, "rho", "closed-form solver"),
+    ({"rho": math.inf, "options": {"se": {"solver": "iterate"}}}, "rho", "closed-form solver"),
 ])
 def test_spec_errors_name_the_field(changes, field, words):
     with pytest.raises(SpecError) as info:
@@ -107,6 +121,18 @@ def test_spec_errors_name_the_field(changes, field, words):
 
 def test_rho_inf_is_the_gaussian_prior_of_se():
     assert SweepSpec(method="se", T=2, rho=[0.5, math.inf], alpha=0.1).rho == (0.5, math.inf)
+
+
+def test_se_options_that_the_solver_uses_are_accepted():
+    iterate = {"se": {"solver": "iterate", "max_iter": 10000, "damping": 0.1, "tol": 1e-10}}
+    for changes in ({"options": iterate},
+                    {"channel": "hardmax", "options": {"se": {"max_iter": 500, "damping": 0.2}}},
+                    {"noise": 0.01, "options": {"se": {"max_iter": 500}}},
+                    {"options": {"se": {"solver": ["auto", "closed"], "tol": 1e-10}}},
+                    {"rho": math.inf, "options": {"se": {"solver": "closed"}}}):
+        assert expand(spec_with(**changes))
+    run = expand(spec_with(alpha=0.1, options=iterate))[0]
+    assert sweep.execute(run)["mmse"] == pytest.approx(0.3922, abs=2e-4)  # the iterated SE
 
 
 def test_spec_file_errors(tmp_path):

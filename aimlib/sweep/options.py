@@ -1,9 +1,15 @@
 """Per-method options of a sweep spec (``options: {amp: {max_iter: 300}}``) and their defaults.
 
-A list of values makes an option a grid axis.
+A list of values makes an option a grid axis.  The state-evolution options
+must fit the solver that will run: the closed form (noiseless softmax or
+linear channel, ``solver: auto`` or ``closed``) takes only ``tol``, the
+iteration also ``max_iter`` and ``damping``; ``solver: closed`` needs a
+channel that has the closed form, ``rho: inf`` needs the closed form.
 """
 from __future__ import annotations
 
+import itertools
+import math
 from functools import partial
 from typing import Mapping
 
@@ -55,6 +61,10 @@ DEFAULTS: dict[str, dict] = {
     "gd_avg": {"restarts": 8, "steps": 1000, "dtype": "float32"},
 }
 
+#: state-evolution options that only the iteration uses
+_ITERATION_ONLY = ("max_iter", "damping")
+
+
 def check_options(opts, methods: tuple) -> dict:
     """The validated ``options`` mapping: method -> option -> tuple of values."""
     opts = opts if opts is not None else {}
@@ -75,3 +85,26 @@ def check_options(opts, methods: tuple) -> dict:
         if min(restarts) < 2:
             fail("options.gd_avg.restarts", f"must be >= 2 to average students, got {min(restarts)}")
     return clean
+
+
+def check_se_solver(se_options: dict, closed: Mapping, rhos: tuple):
+    """Refuse state-evolution options that the solver of some run would not use or cannot run.
+
+    ``closed`` maps ``(channel, noise)`` of the grid to whether that channel has the closed form.
+    """
+    for solver, ((ch, noise), has_closed) in itertools.product(
+            se_options.get("solver", ("auto",)), closed.items()):
+        where = f"channel {ch!r} with noise {noise:g}"
+        if solver == "closed" and not has_closed:
+            fail("options.se.solver", f"'closed' needs a noiseless softmax or linear channel; "
+                                      f"{where} is solved by iteration (use 'auto' or 'iterate')")
+        if solver == "iterate" or not has_closed:
+            if math.inf in rhos:
+                fail("rho", f"rho = inf needs the closed-form solver; {where} is solved by "
+                            "iteration")
+        else:
+            for name in _ITERATION_ONLY:
+                if name in se_options:
+                    fail(f"options.se.{name}", f"is not used by the closed-form solver of {where} "
+                                               f"(solver {solver!r}); remove it or set solver: "
+                                               "iterate")

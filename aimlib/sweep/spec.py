@@ -40,7 +40,7 @@ from typing import Any, Mapping
 from .. import _validate
 from .fields import SpecError, checked, choice, fail, grid_axis, unique, unknown_keys
 from .keys import Run, canon_float, effective_k
-from .options import DEFAULTS, METHODS, check_options
+from .options import DEFAULTS, METHODS, check_options, check_se_solver
 
 CHANNELS = ("softmax", "linear", "hardmax")
 
@@ -144,11 +144,13 @@ class SweepSpec:
                     fail("noise", f"method {m!r} has no label noise; noise must be 0")
         if "hardmax" in self.channel and any(t != 2 for t in self.T):
             fail("T", "the hardmax channel's Bayes side needs T = 2")
-        if self.alpha_bar is not None and any(
-                effective_k(c, t, n) is None
-                for c, t, n in itertools.product(self.channel, self.T, self.noise)):
+        closed = {(c, n): all(effective_k(c, t, n) is not None for t in self.T)
+                  for c, n in itertools.product(self.channel, self.noise)}
+        if self.alpha_bar is not None and not all(closed.values()):
             fail("alpha_bar", "alpha_bar = (T^2+T-2) alpha needs a noiseless softmax or "
                               "linear channel; give 'alpha' instead")
+        if "se" in self.method:
+            check_se_solver(self.options.get("se", {}), closed, self.rho)
 
     @classmethod
     def from_dict(cls, mapping: Mapping) -> "SweepSpec":
