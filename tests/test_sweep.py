@@ -176,6 +176,49 @@ def test_expansion_counts():
     assert len(expand(spec_with(alpha=[0.3, 0.1 + 0.2, 0.3]))) == 1
 
 
+def test_removing_repeats_is_linear():
+    calls = []
+
+    class Counted(float):
+        __hash__ = float.__hash__
+
+        def __eq__(self, other):
+            calls.append(1)
+            return float.__eq__(self, other)
+
+    n = 2000
+    values = [Counted(i) for i in range(n)] + [Counted(i) for i in range(n)]
+    out = sweep.fields.unique(values)
+    assert len(calls) <= 2 * n  # one comparison per repeat, not one per pair (~n^2)
+    assert out == tuple(range(n))
+
+
+def test_a_million_point_range_expands_in_linear_time():
+    t0 = time.perf_counter()
+    spec = SweepSpec(method="se", T=2, rho=0.5, alpha={"start": 1e-3, "stop": 1.0, "num": 10**6})
+    assert len(spec.alpha) == 10**6 and spec.alpha[0] == 1e-3 and spec.alpha[-1] == 1.0
+    assert time.perf_counter() - t0 < 30  # about a second; quadratic was hours
+
+
+@pytest.mark.parametrize("changes, field, words", [
+    ({"alpha": {"start": 0.01, "stop": 1, "num": 10**9}}, "alpha.num", "<= 1000000, got 1000000000"),
+    ({"alpha_bar": {"start": 0.01, "stop": 1, "num": 10**6 + 1}, "alpha": KeyError}, "alpha_bar.num",
+     "<= 1000000"),
+    ({"T": list(range(2, 12)), "alpha": {"start": 0.01, "stop": 1, "num": 200_000}}, "alpha",
+     "expands to 2000000 runs, more than the limit of 1000000"),
+    ({"method": ["se", "amp"], "d": [10, 20], "seeds": list(range(2000)),
+      "alpha": {"start": 0.01, "stop": 1, "num": 1000}}, "seeds", "expands to 4001000 runs"),
+    ({"method": "amp", "d": 20, "alpha": {"start": 0.01, "stop": 1, "num": 100},
+      "options": {"amp": {"max_iter": list(range(1, 20001))}}}, "options.amp.max_iter",
+     "limit of 1000000 (this field has 20000 values)"),
+])
+def test_absurd_grids_are_refused(changes, field, words):
+    with pytest.raises(SpecError) as info:
+        SweepSpec.from_dict(spec_with(**changes))
+    assert f"spec field {field!r}" in str(info.value) and words in str(info.value)
+    assert sweep.MAX_RUNS == 10**6
+
+
 def test_ranges_and_alpha_bar():
     lin = expand(spec_with(alpha={"start": 0.01, "stop": 0.2, "num": 20}))
     assert [r.alpha for r in lin][:3] == [0.01, 0.02, 0.03] and lin[-1].alpha == 0.2
@@ -506,6 +549,8 @@ def test_cli_runs_caches_and_dry_runs(tmp_path):
     ("method: se\nT: 2\nrho: 0.5\nalpha: 0.1\n", ["--scheduler", "slurm"], "scheduler"),
     (None, [], "cannot read spec file"),
     (b"\xff\xfe\x00binary", [], "cannot read spec file"),
+    ("method: se\nT: 2\nrho: 0.5\nalpha: {start: 0.01, stop: 1, num: 1000000000}\n", ["--dry-run"],
+     "'alpha.num': must be <= 1000000"),
 ])
 def test_cli_bad_spec_exits_2_with_one_line(tmp_path, content, args, words):
     spec = tmp_path / "bad.yaml"

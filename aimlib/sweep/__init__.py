@@ -81,7 +81,7 @@ from .fields import SpecError
 from .keys import Run, run_key
 from .options import DEFAULTS, METHODS, OPTIONS
 from .runners import execute
-from .spec import CHANNELS, SweepSpec, expand, load_spec
+from .spec import CHANNELS, MAX_RUNS, SweepSpec, expand, load_spec
 from .store import COLUMNS, read_results
 
 __all__ = [
@@ -92,6 +92,7 @@ __all__ = [
     "METHODS",
     "CHANNELS",
     "COLUMNS",
+    "MAX_RUNS",
     "load_spec",
     "expand",
     "run_key",

@@ -23,7 +23,7 @@ take a range ``{start: 0.01, stop: 0.2, num: 20, spacing: linear|log}``
 (both ends included).  Exactly one of ``alpha`` and ``alpha_bar`` is given;
 ``alpha_bar`` needs a noiseless softmax or linear channel.  ``rho`` is in
 ``aimlib._validate.RHO_RANGE`` (``inf``, the Gaussian prior, for ``se`` with
-the closed-form solver).
+the closed-form solver).  A spec expands to at most :data:`MAX_RUNS` runs.
 Errors name the field (``spec field 'options.amp.max_iter': must be >= 1, got 0``).
 """
 from __future__ import annotations
@@ -44,6 +44,9 @@ from .options import DEFAULTS, METHODS, check_options, check_se_solver
 
 CHANNELS = ("softmax", "linear", "hardmax")
 
+#: the largest number of runs a spec may expand to (and of points in a range)
+MAX_RUNS = 1_000_000
+
 _SPEC_FIELDS = ("name", "description", "method", "channel", "T", "rho", "alpha", "alpha_bar",
                 "d", "seeds", "beta", "noise", "backend", "options")
 
@@ -62,7 +65,7 @@ def _alpha_values(fieldname, value) -> tuple:
             fail(f"{fieldname}.{k}", "is required in a range")
     start = checked(f"{fieldname}.start", _validate.positive, value["start"])
     stop = checked(f"{fieldname}.stop", _validate.positive, value["stop"])
-    num = checked(f"{fieldname}.num", _validate.integer, value["num"], 1)
+    num = checked(f"{fieldname}.num", _validate.integer, value["num"], 1, MAX_RUNS)
     spacing = choice(f"{fieldname}.spacing", value.get("spacing", "linear"), ("linear", "log"))
     if stop < start:
         fail(f"{fieldname}.stop", f"must be >= start ({start!r}), got {stop!r}")
@@ -132,6 +135,7 @@ class SweepSpec:
                 fail(f, f"must be a string, got {type(val).__name__} {val!r}")
         put("options", check_options(self.options, methods))
         self._check_combinations()
+        self._check_size()
 
     def _check_combinations(self):
         """Refuse the combinations of fields that the library cannot run."""
@@ -151,6 +155,25 @@ class SweepSpec:
                               "linear channel; give 'alpha' instead")
         if "se" in self.method:
             check_se_solver(self.options.get("se", {}), closed, self.rho)
+
+    def _axes(self, method: str) -> list[tuple[str, int]]:
+        """``(field, number of values)`` of the grid axes of ``method``."""
+        alpha = "alpha" if self.alpha is not None else "alpha_bar"
+        axes = [("channel", len(self.channel)), ("T", len(self.T)), ("rho", len(self.rho)),
+                (alpha, len(getattr(self, alpha))), ("beta", len(self.beta)),
+                ("noise", len(self.noise))]
+        if method != "se":
+            axes += [("d", len(self.d)), ("seeds", len(self.seeds))]
+        return axes + [(f"options.{method}.{k}", len(v))
+                       for k, v in self.options.get(method, {}).items()]
+
+    def _check_size(self):
+        """Refuse a grid of more than :data:`MAX_RUNS` runs, naming its largest axis."""
+        total = sum(math.prod(n for _, n in self._axes(m)) for m in self.method)
+        if total > MAX_RUNS:
+            name, n = max((a for m in self.method for a in self._axes(m)), key=lambda a: a[1])
+            fail(name, f"the spec expands to {total} runs, more than the limit of {MAX_RUNS} "
+                       f"(this field has {n} values); split it into smaller specs")
 
     @classmethod
     def from_dict(cls, mapping: Mapping) -> "SweepSpec":
