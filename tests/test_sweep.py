@@ -523,6 +523,67 @@ def test_killed_sweep_resumes_without_losing_or_duplicating_rows(tmp_path):
     assert all(math.isfinite(r["mmse"]) for r in read_results(out))
 
 
+def process_table() -> dict:
+    """``pid -> (state, parent pid)`` of every process, from /proc."""
+    table = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:  # the process ended meanwhile
+                continue
+            state, ppid = stat[stat.rfind(")") + 2:].split()[:2]
+            table[int(entry.name)] = (state, int(ppid))
+    return table
+
+
+def descendants(pid: int) -> set:
+    table = process_table()
+    found, todo = set(), [pid]
+    while todo:
+        parent = todo.pop()
+        children = [p for p, (_, ppid) in table.items() if ppid == parent and p not in found]
+        found.update(children)
+        todo += children
+    return found
+
+
+def alive(pids) -> set:
+    table = process_table()
+    return {p for p in pids if p in table and table[p][0] != "Z"}  # zombies have exited
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table in /proc")
+def test_pool_workers_exit_when_the_sweep_is_killed(tmp_path):
+    spec = tmp_path / "hardmax.yaml"  # ~0.1-0.5 s per point: busy workers when the sweep dies
+    spec.write_text("method: se\nchannel: hardmax\nT: 2\nrho: 0.5\n"
+                    "alpha: {start: 0.05, stop: 2.0, num: 48, spacing: log}\n")
+    out = tmp_path / "hardmax.csv"
+    proc = subprocess.Popen([sys.executable, "-m", "aimlib", "sweep", str(spec), "--out", str(out),
+                             "--workers", "2", "--no-progress"], cwd=ROOT, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 90
+        while not (out.exists() and out.read_text().count("\n") >= 2) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        children = descendants(proc.pid)  # the pool's workers and multiprocessing's helpers
+        assert len(alive(children)) >= 2 and proc.poll() is None
+        proc.kill()  # SIGKILL to the sweep alone: it cannot stop its workers
+        proc.wait()
+        deadline = time.monotonic() + 10
+        while alive(children) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not alive(children), "pool processes outlived the killed sweep"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 # ---------------------------------------------------------------------------
 # command line
 # ---------------------------------------------------------------------------

@@ -6,7 +6,9 @@ runs finish; closing it cancels the runs not yet started.
 ``'serial'`` (or one worker)
     in this process;
 ``None`` / ``'processes'`` (default)
-    a local ``concurrent.futures.ProcessPoolExecutor`` (``spawn``);
+    a local ``concurrent.futures.ProcessPoolExecutor`` (``spawn``); a worker
+    whose parent dies (even by ``kill -9``) exits within
+    :data:`PARENT_POLL_SECONDS`, so no orphan keeps computing;
 ``'local'``
     a ``dask.distributed.LocalCluster`` started for the sweep
     (``workers`` processes, one thread each);
@@ -21,7 +23,12 @@ are set for them unless already set).
 from __future__ import annotations
 
 import os
+import threading
+import time
 from typing import Callable, Iterator
+
+#: how often a pool worker checks that its parent is alive
+PARENT_POLL_SECONDS = 0.25
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                 "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
@@ -55,13 +62,28 @@ def serial(execute: Callable, todo: list) -> Iterator:
             yield run, exc
 
 
+def exit_with_parent(parent: int, interval: float = PARENT_POLL_SECONDS):
+    """Pool initializer: end this process as soon as ``parent`` is no longer its parent.
+
+    A daemon thread polls ``os.getppid()``; an orphan is re-parented (to
+    ``init`` or a subreaper), so a changed parent id means the sweep died.
+    """
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(interval)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="aimlib-sweep-parent-watch", daemon=True).start()
+
+
 def process_pool(execute: Callable, todo: list, workers: int, threads: int) -> Iterator:
-    """Run ``todo`` on a local pool of ``workers`` spawned processes."""
+    """Run ``todo`` on a local pool of ``workers`` spawned processes that die with this one."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     with _worker_env(threads):
-        ex = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+        ex = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=exit_with_parent, initargs=(os.getpid(),))
         try:
             futures = {ex.submit(execute, run): run for run in todo}
             yield from _collect(futures, as_completed)
