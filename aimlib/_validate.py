@@ -187,3 +187,49 @@ def check_memory(need, sizes: dict, memory_mb: float, *, what: str = "the arrays
     else:
         param, allowed = name, f"[{_MINIMUM.get(name, 1)}, {limits[name]}]"
     raise ValueError(f"{shown(name)}: {head}; at {others}, {param} must be in {allowed} (or raise memory_mb)")
+
+
+def bounded(name: str, value, low: float | None = None, high: float | None = None, *,
+            low_open: bool = False, high_open: bool = False, allow_inf: bool = False) -> float:
+    """Return ``float(value)`` for a real number in the interval from ``low`` to ``high``.
+
+    Each bound is closed (``>=``, ``<=``) or open (``>``, ``<``, with ``low_open`` /
+    ``high_open``); ``None`` leaves that side unbounded.  The message names the
+    bound that ``value`` breaks (``damping must be < 1, got 1.0``).
+    """
+    v = real(name, value, allow_inf=allow_inf)
+    if low is not None and (v < low or (low_open and v == low)):
+        raise ValueError(f"{name} must be {'>' if low_open else '>='} {low:g}, got {value!r}")
+    if high is not None and (v > high or (high_open and v == high)):
+        raise ValueError(f"{name} must be {'<' if high_open else '<='} {high:g}, got {value!r}")
+    return v
+
+
+def output_file(name: str, path) -> Path:
+    """Return ``pathlib.Path(path)`` for a file to create or append to.
+
+    Refused (``ValueError`` naming ``name``): an empty path, a directory, an
+    existing file that is not a regular file (a device such as ``/dev/null``, a
+    pipe, a socket) and a path that cannot be inspected (e.g. below a file).
+    """
+    import os
+    import stat
+    from pathlib import Path
+
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path, got {type(path).__name__} {path!r}")
+    text = os.fspath(path)
+    if not text:
+        raise ValueError(f"{name} must be a file path, got an empty path")
+    try:
+        mode = os.stat(text).st_mode
+    except FileNotFoundError:
+        return Path(text)
+    except OSError as exc:
+        raise ValueError(f"{name}: cannot use {str(text)!r} ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(mode):
+        raise ValueError(f"{name} must be a file, but {str(text)!r} is a directory")
+    if not stat.S_ISREG(mode):
+        raise ValueError(f"{name} must be a regular file, but {str(text)!r} is a device, a pipe "
+                         "or a socket")
+    return Path(text)

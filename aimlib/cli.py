@@ -226,10 +226,11 @@ def _sweep_run(args) -> int:
     import warnings
     from pathlib import Path
 
-    from . import sweep
+    from . import _validate, sweep
 
     spec = sweep.load_spec(args.spec)
     out = args.out if args.out is not None else str(Path(args.spec).with_suffix(".csv"))
+    _validate.output_file("--out", out)
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers must be >= 1, got {args.workers}")
     prog = "python -m aimlib sweep"

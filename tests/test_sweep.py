@@ -1,6 +1,7 @@
 """Experiment sweeps (aimlib.sweep): spec validation, run keys, schedulers, caching, resume, CLI."""
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import signal
@@ -60,6 +61,9 @@ def cli_run(*args, **kw):
     ({"T": "two"}, "T", "integer"),
     ({"T": [2, 2.5]}, "T[1]", "integer"),
     ({"rho": -0.5}, "rho", "> 0"),
+    ({"rho": 1e-6}, "rho", "must be in [0.0001, 10000.0], got 1e-06"),
+    ({"rho": [0.5, 1e5]}, "rho[1]", "[0.0001, 10000.0]"),
+    ({"method": "amp", "d": 20, "rho": math.inf}, "rho", "finite"),
     ({"alpha": [0.1, -1]}, "alpha[1]", "> 0"),
     ({"alpha": [0.1, True]}, "alpha[1]", "real number"),
     ({"alpha": []}, "alpha", "empty"),
@@ -91,6 +95,20 @@ def cli_run(*args, **kw):
     ({"method": "gd", "d": 20, "channel": "hardmax"}, "channel", "softmax"),
     ({"method": "gd", "d": 20, "noise": 0.1}, "noise", "must be 0"),
     ({"channel": "hardmax", "T": 3}, "T", "T = 2"),
+    # state-evolution options that the solver of some run would not use, or a solver it lacks
+    ({"options": {"se": {"max_iter": 100}}}, "options.se.max_iter", "closed-form solver"),
+    ({"channel": "linear", "options": {"se": {"damping": 0.5}}}, "options.se.damping",
+     "closed-form solver"),
+    ({"channel": ["hardmax", "softmax"], "options": {"se": {"max_iter": 100}}},
+     "options.se.max_iter", "channel 'softmax'"),
+    ({"options": {"se": {"solver": ["iterate", "closed"], "max_iter": 100}}}, "options.se.max_iter",
+     "solver 'closed'"),
+    ({"channel": "hardmax", "options": {"se": {"solver": "closed"}}}, "options.se.solver",
+     "noiseless softmax or linear"),
+    ({"noise": 0.1, "options": {"se": {"solver": "closed"}}}, "options.se.solver",
+     "noiseless softmax or linear"),
+    ({"channel": "hardmax", "rho": math.inf}, "rho", "closed-form solver"),
+    ({"rho": math.inf, "options": {"se": {"solver": "iterate"}}}, "rho", "closed-form solver"),
 ])
 def test_spec_errors_name_the_field(changes, field, words):
     with pytest.raises(SpecError) as info:
@@ -99,6 +117,22 @@ def test_spec_errors_name_the_field(changes, field, words):
     assert f"spec field {field!r}" in msg
     assert words in msg
     assert "\n" not in msg
+
+
+def test_rho_inf_is_the_gaussian_prior_of_se():
+    assert SweepSpec(method="se", T=2, rho=[0.5, math.inf], alpha=0.1).rho == (0.5, math.inf)
+
+
+def test_se_options_that_the_solver_uses_are_accepted():
+    iterate = {"se": {"solver": "iterate", "max_iter": 10000, "damping": 0.1, "tol": 1e-10}}
+    for changes in ({"options": iterate},
+                    {"channel": "hardmax", "options": {"se": {"max_iter": 500, "damping": 0.2}}},
+                    {"noise": 0.01, "options": {"se": {"max_iter": 500}}},
+                    {"options": {"se": {"solver": ["auto", "closed"], "tol": 1e-10}}},
+                    {"rho": math.inf, "options": {"se": {"solver": "closed"}}}):
+        assert expand(spec_with(**changes))
+    run = expand(spec_with(alpha=0.1, options=iterate))[0]
+    assert sweep.execute(run)["mmse"] == pytest.approx(0.3922, abs=2e-4)  # the iterated SE
 
 
 def test_spec_file_errors(tmp_path):
@@ -140,6 +174,49 @@ def test_expansion_counts():
     assert len(expand(spec)) == 6 + 72
     # duplicates are merged (0.1 + 0.2 and 0.3 are one alpha after rounding)
     assert len(expand(spec_with(alpha=[0.3, 0.1 + 0.2, 0.3]))) == 1
+
+
+def test_removing_repeats_is_linear():
+    calls = []
+
+    class Counted(float):
+        __hash__ = float.__hash__
+
+        def __eq__(self, other):
+            calls.append(1)
+            return float.__eq__(self, other)
+
+    n = 2000
+    values = [Counted(i) for i in range(n)] + [Counted(i) for i in range(n)]
+    out = sweep.fields.unique(values)
+    assert len(calls) <= 2 * n  # one comparison per repeat, not one per pair (~n^2)
+    assert out == tuple(range(n))
+
+
+def test_a_million_point_range_expands_in_linear_time():
+    t0 = time.perf_counter()
+    spec = SweepSpec(method="se", T=2, rho=0.5, alpha={"start": 1e-3, "stop": 1.0, "num": 10**6})
+    assert len(spec.alpha) == 10**6 and spec.alpha[0] == 1e-3 and spec.alpha[-1] == 1.0
+    assert time.perf_counter() - t0 < 30  # about a second; quadratic was hours
+
+
+@pytest.mark.parametrize("changes, field, words", [
+    ({"alpha": {"start": 0.01, "stop": 1, "num": 10**9}}, "alpha.num", "<= 1000000, got 1000000000"),
+    ({"alpha_bar": {"start": 0.01, "stop": 1, "num": 10**6 + 1}, "alpha": KeyError}, "alpha_bar.num",
+     "<= 1000000"),
+    ({"T": list(range(2, 12)), "alpha": {"start": 0.01, "stop": 1, "num": 200_000}}, "alpha",
+     "expands to 2000000 runs, more than the limit of 1000000"),
+    ({"method": ["se", "amp"], "d": [10, 20], "seeds": list(range(2000)),
+      "alpha": {"start": 0.01, "stop": 1, "num": 1000}}, "seeds", "expands to 4001000 runs"),
+    ({"method": "amp", "d": 20, "alpha": {"start": 0.01, "stop": 1, "num": 100},
+      "options": {"amp": {"max_iter": list(range(1, 20001))}}}, "options.amp.max_iter",
+     "limit of 1000000 (this field has 20000 values)"),
+])
+def test_absurd_grids_are_refused(changes, field, words):
+    with pytest.raises(SpecError) as info:
+        SweepSpec.from_dict(spec_with(**changes))
+    assert f"spec field {field!r}" in str(info.value) and words in str(info.value)
+    assert sweep.MAX_RUNS == 10**6
 
 
 def test_ranges_and_alpha_bar():
@@ -317,6 +394,68 @@ def test_foreign_or_locked_files_are_refused(tmp_path):
     assert run_sweep(BASE, out, workers=1, progress=False).complete
 
 
+def sha256(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+HEADER = ",".join(sweep.COLUMNS) + "\n"
+
+#: files that are not ours: a results file must refuse them and leave them byte-for-byte intact
+FOREIGN = {
+    "spec without a final newline": b"method: se\nT: 2\nrho: 0.5\nalpha: [0.1]",
+    "spec": b"method: se\nT: 2\nrho: 0.5\nalpha: [0.1]\n",
+    "other csv": b"a,b\n1,2\n",
+    "other csv, torn last line": b"a,b\n1,2\n3,",
+    "one line": b"hello world",
+    "one line with newline": b"hello world\n",
+    "binary": bytes(range(256)) * 4,
+    "our header with an extra column": (HEADER[:-1] + ",extra\n").encode(),
+    "our header without a column": (HEADER.rsplit(",", 1)[0] + "\n").encode(),
+    "our header after a blank line": ("\n" + HEADER).encode(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FOREIGN))
+def test_foreign_files_are_refused_and_left_intact(tmp_path, name):
+    out = tmp_path / "out.csv"
+    out.write_bytes(FOREIGN[name])
+    before = sha256(out)
+    for dry_run in (False, True):
+        with pytest.raises(ValueError, match="header differs") as info:
+            run_sweep(BASE, out, workers=1, progress=False, dry_run=dry_run)
+        assert "\n" not in str(info.value)
+        assert sha256(out) == before
+
+
+def test_cli_refuses_to_write_into_its_own_spec(tmp_path):
+    spec = tmp_path / "s.yaml"
+    spec.write_bytes(FOREIGN["spec without a final newline"])
+    before = sha256(spec)
+    for extra in ([], ["--dry-run"]):
+        p = cli_run(str(spec), "--out", str(spec), "--no-progress", *extra)
+        assert p.returncode == 2 and p.stdout == ""
+        lines = p.stderr.strip().splitlines()
+        assert len(lines) == 1 and "header differs" in lines[0], p.stderr
+        assert sha256(spec) == before
+
+
+def test_duplicate_rows_are_removed_on_resume(tmp_path):
+    out = tmp_path / "dup.csv"
+    run_sweep(spec_with(alpha=[0.05, 0.1]), out, workers=1, progress=False)
+    lines = out.read_text().splitlines(keepends=True)
+    out.write_text("".join(lines + [lines[1], lines[2], lines[1]]))  # each row twice or more
+    with pytest.warns(RuntimeWarning, match="duplicate"):
+        rep = run_sweep(spec_with(alpha=[0.05, 0.1, 0.15]), out, workers=1, progress=False,
+                        sort=False)
+    assert rep.n_cached == 2 and rep.n_computed == 1
+    # the duplicates are gone from the file itself, and the new row was appended to it
+    after = out.read_text().splitlines(keepends=True)
+    assert after[:3] == lines and len(after) == 4
+    keys = [r["key"] for r in read_results(out)]
+    assert sorted(keys) == sorted(r.key for r in expand(spec_with(alpha=[0.05, 0.1, 0.15])))
+    assert [p.name for p in tmp_path.iterdir()] == ["dup.csv"]  # no temporary file left
+
+
 def test_bad_run_sweep_arguments(tmp_path):
     with pytest.raises(ValueError, match="workers"):
         run_sweep(BASE, tmp_path / "x.csv", workers=0)
@@ -384,6 +523,67 @@ def test_killed_sweep_resumes_without_losing_or_duplicating_rows(tmp_path):
     assert all(math.isfinite(r["mmse"]) for r in read_results(out))
 
 
+def process_table() -> dict:
+    """``pid -> (state, parent pid)`` of every process, from /proc."""
+    table = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:  # the process ended meanwhile
+                continue
+            state, ppid = stat[stat.rfind(")") + 2:].split()[:2]
+            table[int(entry.name)] = (state, int(ppid))
+    return table
+
+
+def descendants(pid: int) -> set:
+    table = process_table()
+    found, todo = set(), [pid]
+    while todo:
+        parent = todo.pop()
+        children = [p for p, (_, ppid) in table.items() if ppid == parent and p not in found]
+        found.update(children)
+        todo += children
+    return found
+
+
+def alive(pids) -> set:
+    table = process_table()
+    return {p for p in pids if p in table and table[p][0] != "Z"}  # zombies have exited
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table in /proc")
+def test_pool_workers_exit_when_the_sweep_is_killed(tmp_path):
+    spec = tmp_path / "hardmax.yaml"  # ~0.1-0.5 s per point: busy workers when the sweep dies
+    spec.write_text("method: se\nchannel: hardmax\nT: 2\nrho: 0.5\n"
+                    "alpha: {start: 0.05, stop: 2.0, num: 48, spacing: log}\n")
+    out = tmp_path / "hardmax.csv"
+    proc = subprocess.Popen([sys.executable, "-m", "aimlib", "sweep", str(spec), "--out", str(out),
+                             "--workers", "2", "--no-progress"], cwd=ROOT, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 90
+        while not (out.exists() and out.read_text().count("\n") >= 2) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        children = descendants(proc.pid)  # the pool's workers and multiprocessing's helpers
+        assert len(alive(children)) >= 2 and proc.poll() is None
+        proc.kill()  # SIGKILL to the sweep alone: it cannot stop its workers
+        proc.wait()
+        deadline = time.monotonic() + 10
+        while alive(children) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not alive(children), "pool processes outlived the killed sweep"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 # ---------------------------------------------------------------------------
 # command line
 # ---------------------------------------------------------------------------
@@ -409,10 +609,15 @@ def test_cli_runs_caches_and_dry_runs(tmp_path):
     ("method: se\nT: 2\nrho: 0.5\nalpha: 0.1\n", ["--workers", "0"], "--workers"),
     ("method: se\nT: 2\nrho: 0.5\nalpha: 0.1\n", ["--scheduler", "slurm"], "scheduler"),
     (None, [], "cannot read spec file"),
+    (b"\xff\xfe\x00binary", [], "cannot read spec file"),
+    ("method: se\nT: 2\nrho: 0.5\nalpha: {start: 0.01, stop: 1, num: 1000000000}\n", ["--dry-run"],
+     "'alpha.num': must be <= 1000000"),
 ])
 def test_cli_bad_spec_exits_2_with_one_line(tmp_path, content, args, words):
     spec = tmp_path / "bad.yaml"
-    if content is not None:
+    if isinstance(content, bytes):
+        spec.write_bytes(content)
+    elif content is not None:
         spec.write_text(content)
     p = cli_run(str(spec), "--out", str(tmp_path / "bad.csv"), "--no-progress", *args)
     assert p.returncode == 2
@@ -420,6 +625,32 @@ def test_cli_bad_spec_exits_2_with_one_line(tmp_path, content, args, words):
     assert len(lines) == 1, p.stderr
     assert lines[0].startswith("python -m aimlib sweep: error:") and words in lines[0]
     assert p.stdout == ""
+
+
+@pytest.mark.parametrize("out, words", [
+    ("{tmp}", "is a directory"),
+    ("/dev/null", "is a device"),
+    ("", "empty path"),
+    ("{tmp}/s.yaml/x.csv", "Not a directory"),
+])
+def test_cli_bad_out_exits_2_with_one_line(tmp_path, out, words):
+    spec = tmp_path / "s.yaml"
+    spec.write_text("method: se\nT: 2\nrho: 0.5\nalpha: 0.1\n")
+    before = sha256(spec)
+    for extra in ([], ["--dry-run"]):
+        p = cli_run(str(spec), "--out", out.format(tmp=tmp_path), "--no-progress", *extra)
+        assert p.returncode == 2 and p.stdout == ""
+        lines = p.stderr.strip().splitlines()
+        assert len(lines) == 1, p.stderr
+        assert lines[0].startswith("python -m aimlib sweep: error: --out") and words in lines[0]
+    assert sha256(spec) == before and sorted(tmp_path.iterdir()) == [spec]
+
+
+def test_bad_out_paths_are_refused(tmp_path):
+    for out, words in ((tmp_path, "out must be a file"), ("", "out must be a file path"),
+                       (os.devnull, "out must be a regular file"), (3, "out must be a path")):
+        with pytest.raises((ValueError, TypeError), match=words):
+            run_sweep(BASE, out, workers=1, progress=False)
 
 
 def test_cli_failed_runs_exit_1(tmp_path, monkeypatch, capsys):

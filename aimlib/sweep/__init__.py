@@ -1,0 +1,102 @@
+r"""Experiment sweeps: a grid of runs, executed in parallel, cached in a tidy CSV.
+
+A *sweep* is a grid over the parameters of the attention-indexed model and a
+list of methods:
+
+``se``
+    the state-evolution fixed point, the Bayes-optimal error in the limit
+    ``d -> inf``; ``d`` and ``seeds`` are ignored;
+``amp``
+    one GAMP-RIE run on sampled data;
+``gd``
+    gradient descent from ``restarts`` random initialisations; ``mmse`` is the
+    mean error of the single students;
+``gd_avg``
+    the same call, but ``mmse`` is the error of the student *averaged* over
+    the ``restarts`` initialisations (``restarts >= 2``, default 8).  Both GD
+    methods record both numbers (``mmse_single`` and ``mmse_averaged``), so a
+    figure with single and averaged GD needs only ``gd_avg``.
+
+Modules
+-------
+:mod:`~aimlib.sweep.spec`
+    the spec format (a small YAML file), its validation (:class:`SweepSpec`,
+    :func:`load_spec`) and :func:`expand`, which turns a spec into a list of
+    :class:`Run`, ordered method by method and, inside a method, seed by seed
+    (a partly finished sweep of many seeds holds whole figures of the first
+    seeds); :mod:`~aimlib.sweep.options` holds the per-method options;
+:mod:`~aimlib.sweep.keys`
+    :class:`Run` and its stable *run key* (:func:`run_key`): runs with equal
+    keys are merged, and a key does not depend on the spec's layout, on
+    ``backend`` or on where the run executes;
+:mod:`~aimlib.sweep.runners`
+    what one run computes (:func:`execute`), as one CSV row;
+:mod:`~aimlib.sweep.store`
+    the results file (:data:`COLUMNS`, :func:`read_results`): appended to one
+    ``fsync``-ed line at a time under a lock, resumable after a crash, and
+    never written unless its header is the sweep's own;
+:mod:`~aimlib.sweep.schedulers`
+    a local process pool (default), serial, or a Dask cluster;
+:mod:`~aimlib.sweep.driver`
+    :func:`run_sweep`, which computes the runs a results file lacks.
+
+Rows already in the file are not recomputed, so rerunning a finished sweep
+computes nothing and enlarging a spec computes only the new runs.  When every
+run of the spec is in the file, it is rewritten (atomically) in expansion
+order, which keeps committed data diff-friendly; rows of other specs in the
+same file are kept after them.  A run that raises (e.g.
+:class:`aimlib.ConvergenceError`) writes no row; it is reported in
+:attr:`SweepReport.failures` and retried by the next call.
+
+On a SLURM cluster, start the workers with ``dask-jobqueue`` and pass the client::
+
+    from dask_jobqueue import SLURMCluster
+    from distributed import Client
+    from aimlib import sweep
+
+    cluster = SLURMCluster(cores=8, processes=8, memory="32GB", walltime="04:00:00",
+                           job_extra_directives=["--partition=cpu"],
+                           job_script_prologue=["source /path/to/.venv/bin/activate",
+                                                "export OMP_NUM_THREADS=1"])
+    cluster.scale(jobs=4)              # 4 SLURM jobs x 8 workers
+    sweep.run_sweep("sweeps/softmax_amp_gd_d300.yaml", "sweeps/softmax_amp_gd_d300.csv",
+                    scheduler=Client(cluster))
+
+(or run ``python -m aimlib sweep SPEC --scheduler tcp://...`` against the
+scheduler of such a cluster).  The CSV is written only by the submitting
+process, so it must live on a disk that process can write; the workers need
+no shared file system.
+
+Command line::
+
+    python -m aimlib sweep sweeps/softmax_se.yaml --out sweeps/softmax_se.csv [--scheduler ADDRESS]
+        [--workers N] [--no-progress] [--dry-run]
+
+Requirements: ``pyyaml`` for YAML files, ``tqdm`` for the progress bar and
+``dask[distributed]`` for the Dask schedulers (``pip install -e .[sweep]``);
+none is needed to build a spec in Python and run it on the process pool.
+"""
+from .driver import SweepReport, run_sweep
+from .fields import SpecError
+from .keys import Run, run_key
+from .options import DEFAULTS, METHODS, OPTIONS
+from .runners import execute
+from .spec import CHANNELS, MAX_RUNS, SweepSpec, expand, load_spec
+from .store import COLUMNS, read_results
+
+__all__ = [
+    "SpecError",
+    "SweepSpec",
+    "Run",
+    "SweepReport",
+    "METHODS",
+    "CHANNELS",
+    "COLUMNS",
+    "MAX_RUNS",
+    "load_spec",
+    "expand",
+    "run_key",
+    "execute",
+    "run_sweep",
+    "read_results",
+]

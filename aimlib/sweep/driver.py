@@ -1,0 +1,173 @@
+"""The sweep driver: compute the runs a results file lacks, one row per finished run."""
+from __future__ import annotations
+
+import os
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import _validate
+from . import schedulers
+from .spec import expand, load_spec
+from .store import ResultsFile, read_results, stored_keys
+
+_SCHEDULER_NAMES = ("serial", "local", "processes")
+
+
+@dataclass
+class SweepReport:
+    """What :func:`run_sweep` did.
+
+    ``n_runs`` runs in the spec, ``n_cached`` found in the CSV, ``n_computed``
+    computed now (submitted and finished with a row), ``failures`` the runs
+    that raised (``(run, message)``; no row written, retried next time).
+    """
+
+    path: Path
+    n_runs: int
+    n_cached: int
+    n_computed: int = 0
+    failures: list = field(default_factory=list)
+    seconds: float = 0.0
+    keys: list = field(default_factory=list, repr=False)
+
+    @property
+    def complete(self) -> bool:
+        """True if every run of the spec has a row."""
+        return self.n_cached + self.n_computed == self.n_runs
+
+    def rows(self) -> list[dict]:
+        """The spec's rows from the CSV, in expansion order."""
+        return read_results(self.path, keys=self.keys)
+
+    def summary(self) -> str:
+        return (f"{self.n_runs} runs: {self.n_cached} cached, {self.n_computed} computed, "
+                f"{len(self.failures)} failed -> {self.path} ({self.seconds:.1f} s)")
+
+
+class _NoProgress:
+    def update(self, n=1):
+        pass
+
+    def set_postfix_str(self, s):
+        pass
+
+    def close(self):
+        pass
+
+
+def _progress(total, initial, desc, enabled):
+    if enabled:
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:  # pragma: no cover - tqdm is in requirements
+            warnings.warn("progress bar disabled: tqdm is not installed", RuntimeWarning)
+        else:
+            return tqdm(total=total, initial=initial, desc=desc, unit="run", smoothing=0.05,
+                        dynamic_ncols=True)
+    return _NoProgress()
+
+
+def _execute():
+    """``aimlib.sweep.execute``, looked up when a sweep starts (so it can be replaced)."""
+    from . import execute
+
+    return execute
+
+
+def _runner(todo: list, scheduler, workers: int, threads: int):
+    """The scheduler's generator of ``(run, row or exception)`` for the runs ``todo``."""
+    execute = _execute()
+    workers = min(workers, len(todo))
+    if scheduler not in (None, "processes", "serial"):
+        return schedulers.dask(execute, todo, scheduler, workers, threads)
+    if scheduler == "serial" or workers == 1:
+        return schedulers.serial(execute, todo)
+    return schedulers.process_pool(execute, todo, workers, threads)
+
+
+def _compute(results: ResultsFile, report: SweepReport, bar, runner):
+    """Append the row of every run of ``runner`` that finishes; record the failures."""
+    try:
+        for run, res in runner:
+            if isinstance(res, BaseException):
+                msg = " ".join(f"{type(res).__name__}: {res}".split())
+                report.failures.append((run, msg))
+                bar.set_postfix_str(f"{len(report.failures)} failed")
+                continue
+            results.add(res)
+            report.n_computed += 1
+            bar.update(1)
+    finally:
+        runner.close()
+        bar.close()
+
+
+def _check_arguments(out, scheduler, workers, threads_per_worker) -> tuple[Path, int]:
+    path = _validate.output_file("out", out)
+    if workers is None:
+        workers = os.cpu_count() or 1
+    workers = _validate.integer("workers", workers, 1)
+    _validate.integer("threads_per_worker", threads_per_worker, 1)
+    if isinstance(scheduler, str) and not (scheduler in _SCHEDULER_NAMES or "://" in scheduler):
+        raise ValueError(f"scheduler must be 'serial', 'local', 'processes' or an address like "
+                         f"'tcp://host:8786', got {scheduler!r}")
+    return path, workers
+
+
+def run_sweep(spec, out, *, scheduler=None, workers: int | None = None,
+              threads_per_worker: int = 1, progress: bool = True, sort: bool = True,
+              dry_run: bool = False) -> SweepReport:
+    """Compute the runs of ``spec`` that ``out`` (a CSV) lacks, appending one row per run.
+
+    Parameters
+    ----------
+    spec : SweepSpec, mapping or path to a YAML file
+    out : path
+        The results CSV (created if missing; its finished rows are reused).  A
+        file that is not a sweep results file is refused and left untouched.
+    scheduler : None, 'serial', 'processes', 'local', an address 'tcp://...', or a distributed.Client
+        Where to run (see :mod:`aimlib.sweep.schedulers`).  ``None``: a local
+        process pool (serial if ``workers == 1``).
+    workers : int, optional
+        Worker processes for the process pool and ``'local'`` (default: CPUs).
+    threads_per_worker : int
+        BLAS threads per local worker (default 1).
+    progress : bool
+        Show a tqdm progress bar on stderr.
+    sort : bool
+        When the spec is complete, rewrite the CSV in expansion order.
+    dry_run : bool
+        Only count: return the report without computing or writing anything.
+
+    Returns
+    -------
+    SweepReport
+    """
+    t0 = time.perf_counter()
+    spec = load_spec(spec)
+    path, workers = _check_arguments(out, scheduler, workers, threads_per_worker)
+    runs = expand(spec)
+    keys = [r.key for r in runs]
+    if dry_run:
+        have = stored_keys(path)
+        return SweepReport(path, len(runs), sum(k in have for k in keys),
+                           seconds=time.perf_counter() - t0, keys=keys)
+    results = ResultsFile(path)
+    try:
+        todo = [r for r in runs if r.key not in results.lines]
+        report = SweepReport(path, len(runs), len(runs) - len(todo), keys=keys)
+        if todo:
+            runner = _runner(todo, scheduler, workers, threads_per_worker)
+            bar = _progress(len(runs), report.n_cached, spec.name or path.stem, progress)
+            _compute(results, report, bar, runner)
+        if sort and all(k in results.lines for k in keys) and results.order[: len(keys)] != keys:
+            results.rewrite(keys)
+    finally:
+        results.close()
+    report.seconds = time.perf_counter() - t0
+    for run, msg in report.failures:
+        warnings.warn(f"run {run.key} ({run.method}, T={run.T}, alpha={run.alpha}, d={run.d}, "
+                      f"seed={run.seed}) failed: {msg}", RuntimeWarning, stacklevel=2)
+    return report

@@ -1,0 +1,110 @@
+"""Per-method options of a sweep spec (``options: {amp: {max_iter: 300}}``) and their defaults.
+
+A list of values makes an option a grid axis.  The state-evolution options
+must fit the solver that will run: the closed form (noiseless softmax or
+linear channel, ``solver: auto`` or ``closed``) takes only ``tol``, the
+iteration also ``max_iter`` and ``damping``; ``solver: closed`` needs a
+channel that has the closed form, ``rho: inf`` needs the closed form.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from functools import partial
+from typing import Mapping
+
+from .. import _validate
+from .fields import choice, fail, grid_axis, unknown_keys
+
+METHODS = ("se", "amp", "gd", "gd_avg")
+
+
+def _opt_int(minimum):
+    return partial(_validate.integer, minimum=minimum)
+
+
+def _opt_float(**bounds):
+    return partial(_validate.bounded, **bounds)
+
+
+def _opt_choice(*allowed):
+    return lambda f, x: choice(f, x, allowed)
+
+
+_GD_OPTIONS = {
+    "restarts": _opt_int(1), "steps": _opt_int(1), "lr": _opt_float(low=0, low_open=True),
+    "optimizer": _opt_choice("adam", "gd"), "tol": _opt_float(low=0),
+    "batch_size": _opt_int(1), "init_scale": _opt_float(low=0, low_open=True),
+    "rank": _opt_int(1), "n_test": _opt_int(1), "record_every": _opt_int(1),
+    "dtype": _opt_choice("float32", "float64"),
+}
+
+#: method -> option name -> check(field, value) -> value
+OPTIONS: dict[str, dict] = {
+    "se": {"solver": _opt_choice("auto", "closed", "iterate"),
+           "tol": _opt_float(low=0, low_open=True), "max_iter": _opt_int(1),
+           "damping": _opt_float(low=0, high=1, high_open=True)},
+    "amp": {"max_iter": _opt_int(1), "damping": _opt_float(low=0, high=1, high_open=True),
+            "tol": _opt_float(low=0, low_open=True), "lookback": _opt_int(1),
+            "min_iter": _opt_int(1), "damp": _opt_choice("both", "state", "messages"),
+            "memory_mb": _opt_float(low=0, low_open=True), "chunk_size": _opt_int(1),
+            "dtype": _opt_choice("float32", "float64")},
+    "gd": dict(_GD_OPTIONS),
+    "gd_avg": dict(_GD_OPTIONS),
+}
+
+#: defaults that are part of the run key (so changing them here never reuses stale rows)
+DEFAULTS: dict[str, dict] = {
+    "se": {},
+    "amp": {"max_iter": 300, "dtype": "float64"},
+    "gd": {"restarts": 1, "steps": 1000, "dtype": "float32"},
+    "gd_avg": {"restarts": 8, "steps": 1000, "dtype": "float32"},
+}
+
+#: state-evolution options that only the iteration uses
+_ITERATION_ONLY = ("max_iter", "damping")
+
+
+def check_options(opts, methods: tuple) -> dict:
+    """The validated ``options`` mapping: method -> option -> tuple of values."""
+    opts = opts if opts is not None else {}
+    if not isinstance(opts, Mapping):
+        fail("options", f"must be a mapping method -> {{option: value}}, got {type(opts).__name__}")
+    unknown_keys("options", opts, METHODS)
+    clean = {}
+    for m, o in opts.items():
+        if m not in methods:
+            fail(f"options.{m}", f"method {m!r} is not in 'method' ({', '.join(methods)})")
+        o = o if o is not None else {}
+        if not isinstance(o, Mapping):
+            fail(f"options.{m}", f"must be a mapping option -> value, got {type(o).__name__}")
+        unknown_keys(f"options.{m}", o, OPTIONS[m])
+        clean[m] = {k: grid_axis(f"options.{m}.{k}", val, OPTIONS[m][k]) for k, val in o.items()}
+    if "gd_avg" in methods:
+        restarts = clean.get("gd_avg", {}).get("restarts", (DEFAULTS["gd_avg"]["restarts"],))
+        if min(restarts) < 2:
+            fail("options.gd_avg.restarts", f"must be >= 2 to average students, got {min(restarts)}")
+    return clean
+
+
+def check_se_solver(se_options: dict, closed: Mapping, rhos: tuple):
+    """Refuse state-evolution options that the solver of some run would not use or cannot run.
+
+    ``closed`` maps ``(channel, noise)`` of the grid to whether that channel has the closed form.
+    """
+    for solver, ((ch, noise), has_closed) in itertools.product(
+            se_options.get("solver", ("auto",)), closed.items()):
+        where = f"channel {ch!r} with noise {noise:g}"
+        if solver == "closed" and not has_closed:
+            fail("options.se.solver", f"'closed' needs a noiseless softmax or linear channel; "
+                                      f"{where} is solved by iteration (use 'auto' or 'iterate')")
+        if solver == "iterate" or not has_closed:
+            if math.inf in rhos:
+                fail("rho", f"rho = inf needs the closed-form solver; {where} is solved by "
+                            "iteration")
+        else:
+            for name in _ITERATION_ONLY:
+                if name in se_options:
+                    fail(f"options.se.{name}", f"is not used by the closed-form solver of {where} "
+                                               f"(solver {solver!r}); remove it or set solver: "
+                                               "iterate")

@@ -1,0 +1,103 @@
+"""What one run computes (in a worker), as one row of the results table.
+
+``se``
+    the state-evolution fixed point (:func:`aimlib.state_evolution.solve`),
+    the Bayes-optimal error in the limit ``d -> inf``: ``mmse``, ``q``;
+``amp``
+    one GAMP-RIE run on sampled data (:func:`aimlib.amp.run_amp`): ``n``,
+    ``mmse``, ``iterations``, ``converged`` and the predicted error ``mmse_pred``;
+``gd``, ``gd_avg``
+    gradient descent from ``restarts`` random initialisations on the same
+    data (:func:`aimlib.gd.run_gd`): ``mmse_single`` (mean error of the single
+    students), ``mmse_single_std`` (their sample standard deviation) and
+    ``mmse_averaged`` (error of their average); ``mmse`` is the first for
+    ``gd`` and the last for ``gd_avg``.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import socket
+import time
+from typing import Any
+
+from .keys import Run
+from .store import COLUMNS
+
+
+def _make_channel(run: Run):
+    from ..channels import make_channel
+
+    return make_channel(run.channel, beta=run.beta, noise=run.noise)
+
+
+def _se(run: Run, opts: dict) -> dict:
+    from .. import state_evolution as se
+
+    kw = {"method": opts.pop("solver")} if "solver" in opts else {}
+    res = se.solve(run.alpha, _make_channel(run), T=run.T, rho=run.rho, **kw, **opts)
+    return {"mmse": res.mmse, "q": res.q, "iterations": res.iterations}
+
+
+def _amp(run: Run, opts: dict) -> dict:
+    from .. import amp
+
+    dtype = opts.pop("dtype")
+    # a run that stops at its cap is a row with converged = False, not a failed run
+    out = amp.run_amp(_make_channel(run), run.T, run.rho, run.alpha, run.d, run.seed,
+                      backend=run.backend, dtype=dtype, on_max_iter="return", **opts)
+    return {"n": out["n"], "mmse": out["mmse"], "iterations": out["iterations"],
+            "converged": out["converged"], "mmse_pred": out["m"]}
+
+
+def _gd(run: Run, opts: dict) -> dict:
+    from .. import gd
+
+    dtype = opts.pop("dtype")
+    restarts = opts.pop("restarts")
+    out = gd.run_gd(run.T, run.rho, run.alpha, run.d, run.seed, restarts=restarts,
+                    backend=run.backend, dtype=dtype, beta=run.beta, **opts)
+    # per-restart errors: 'mmse_single_all' (newer run_gd) or a list in 'mmse_single'
+    single = out.get("mmse_single_all", out["mmse_single"])
+    single = [float(x) for x in (single if isinstance(single, (list, tuple)) else [single])]
+    mean = sum(single) / len(single)
+    std = (math.sqrt(sum((x - mean) ** 2 for x in single) / (len(single) - 1))
+           if len(single) > 1 else float(out.get("mmse_single_std", 0.0)))
+    avg = float(out["mmse_averaged"])
+    return {"n": out["n"], "mmse": avg if run.method == "gd_avg" else mean,
+            "iterations": max(int(s) for s in out["n_steps"]), "mmse_single": mean,
+            "mmse_single_std": std, "mmse_averaged": avg}
+
+
+#: method -> (run, options) -> metric columns
+_METHODS = {"se": _se, "amp": _amp, "gd": _gd, "gd_avg": _gd}
+
+
+def execute(run: Run) -> dict:
+    """Compute one run and return its CSV row (a dict over :data:`~aimlib.sweep.store.COLUMNS`).
+
+    Runs in the worker; raises whatever the method raises.
+    """
+    import aimlib
+    from ..backend import backend_name, module_named
+
+    t0 = time.perf_counter()
+    row: dict[str, Any] = dict.fromkeys(COLUMNS)
+    row.update(_METHODS[run.method](run, dict(run.options)))
+    backend = "numpy" if run.method == "se" else backend_name(module_named(run.backend))
+    row.update(_param_columns(run))
+    row.update(seconds=time.perf_counter() - t0, aimlib_version=aimlib.__version__,
+               backend=backend, hostname=socket.gethostname(),
+               timestamp=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    return row
+
+
+def _param_columns(run: Run) -> dict:
+    opts = dict(run.options)
+    return {"key": run.key, "method": run.method, "channel": run.channel, "T": run.T,
+            "rho": run.rho, "alpha": run.alpha, "alpha_bar": run.alpha_bar, "beta": run.beta,
+            "noise": run.noise, "d": run.d, "seed": run.seed, "restarts": opts.get("restarts"),
+            "steps": opts.get("steps"), "max_iter": opts.get("max_iter"),
+            "dtype": opts.get("dtype"),
+            "options": json.dumps(opts, sort_keys=True, separators=(",", ":"))}

@@ -1,0 +1,267 @@
+r"""The sweep spec: loading, validation and expansion into runs.
+
+A spec is a small YAML file (or the same mapping in Python, or a
+:class:`SweepSpec`)::
+
+    name: softmax_amp_gd            # optional, shown in the progress bar
+    method: [amp, gd_avg]           # se | amp | gd | gd_avg, one or a list
+    channel: softmax                # softmax | linear | hardmax (default softmax)
+    T: [2, 3]
+    rho: 0.5
+    alpha_bar: [0.2, 0.4, 0.6]      # or alpha: ...; alpha = alpha_bar / (T^2 + T - 2)
+    d: 300
+    seeds: [0, 1]                   # default [0]
+    beta: 1.0                       # softmax inverse temperature (default 1)
+    noise: 0.0                      # label-noise variance (default 0)
+    backend: null                   # numpy | cupy | null (AIMLIB_BACKEND / numpy)
+    options:                        # per-method options (a list makes a grid axis)
+      amp: {max_iter: 300, damping: 0.5}
+      gd_avg: {restarts: 8, steps: 1000, lr: 0.1}
+
+Every grid field takes a scalar or a list; ``alpha`` and ``alpha_bar`` also
+take a range ``{start: 0.01, stop: 0.2, num: 20, spacing: linear|log}``
+(both ends included).  Exactly one of ``alpha`` and ``alpha_bar`` is given;
+``alpha_bar`` needs a noiseless softmax or linear channel.  ``rho`` is in
+``aimlib._validate.RHO_RANGE`` (``inf``, the Gaussian prior, for ``se`` with
+the closed-form solver).  A spec expands to at most :data:`MAX_RUNS` runs.
+Errors name the field (``spec field 'options.amp.max_iter': must be >= 1, got 0``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+import os
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any, Mapping
+
+from .. import _validate
+from .fields import SpecError, checked, choice, fail, grid_axis, unique, unknown_keys
+from .keys import Run, canon_float, effective_k
+from .options import DEFAULTS, METHODS, check_options, check_se_solver
+
+CHANNELS = ("softmax", "linear", "hardmax")
+
+#: the largest number of runs a spec may expand to (and of points in a range)
+MAX_RUNS = 1_000_000
+
+_SPEC_FIELDS = ("name", "description", "method", "channel", "T", "rho", "alpha", "alpha_bar",
+                "d", "seeds", "beta", "noise", "backend", "options")
+
+
+def _canon_axis(fieldname, value, check, *args, **kwargs) -> tuple:
+    return unique(canon_float(x) for x in grid_axis(fieldname, value, check, *args, **kwargs))
+
+
+def _alpha_values(fieldname, value) -> tuple:
+    """A list, a scalar or a range ``{start, stop, num, spacing}`` of positive numbers."""
+    if not isinstance(value, Mapping):
+        return _canon_axis(fieldname, value, _validate.positive)
+    unknown_keys(fieldname, value, ("start", "stop", "num", "spacing"))
+    for k in ("start", "stop", "num"):
+        if k not in value:
+            fail(f"{fieldname}.{k}", "is required in a range")
+    start = checked(f"{fieldname}.start", _validate.positive, value["start"])
+    stop = checked(f"{fieldname}.stop", _validate.positive, value["stop"])
+    num = checked(f"{fieldname}.num", _validate.integer, value["num"], 1, MAX_RUNS)
+    spacing = choice(f"{fieldname}.spacing", value.get("spacing", "linear"), ("linear", "log"))
+    if stop < start:
+        fail(f"{fieldname}.stop", f"must be >= start ({start!r}), got {stop!r}")
+    if num == 1:
+        xs = [start]
+    elif spacing == "linear":
+        xs = [start + (stop - start) * i / (num - 1) for i in range(num)]
+    else:
+        ls, le = math.log(start), math.log(stop)
+        xs = [math.exp(ls + (le - ls) * i / (num - 1)) for i in range(num)]
+    return unique(canon_float(x) for x in xs)
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """A validated sweep grid (see the module docstring for the fields).
+
+    Construct it from keywords (``SweepSpec(method='se', T=[2, 3], rho=0.5,
+    alpha=[0.05, 0.1])``), from a mapping (:meth:`from_dict`) or a YAML file
+    (:func:`load_spec`).  Grid fields accept a scalar or a list and are
+    stored as tuples; bad values raise :class:`SpecError` naming the field.
+    """
+
+    method: Any
+    T: Any
+    rho: Any
+    alpha: Any = None
+    alpha_bar: Any = None
+    d: Any = None
+    seeds: Any = (0,)
+    channel: Any = "softmax"
+    beta: Any = 1.0
+    noise: Any = 0.0
+    backend: Any = None
+    options: Any = field(default_factory=dict)
+    name: Any = None
+    description: Any = None
+
+    def __post_init__(self):
+        put = partial(object.__setattr__, self)
+        methods = grid_axis("method", self.method, choice, METHODS)
+        put("method", methods)
+        put("channel", grid_axis("channel", self.channel, choice, CHANNELS))
+        put("T", grid_axis("T", self.T, _validate.integer, 2))
+        only_se = methods == ("se",)
+        put("rho", _canon_axis("rho", self.rho, lambda f, x: _validate.rho(x, allow_inf=only_se)))
+        if (self.alpha is None) == (self.alpha_bar is None):
+            fail("alpha", "give exactly one of 'alpha' and 'alpha_bar'")
+        if self.alpha is not None:
+            put("alpha", _alpha_values("alpha", self.alpha))
+        else:
+            put("alpha_bar", _alpha_values("alpha_bar", self.alpha_bar))
+        if self.d is not None:
+            put("d", grid_axis("d", self.d, _validate.integer, 2))
+        elif not only_se:
+            fail("d", f"is required by method {[m for m in methods if m != 'se'][0]!r}")
+        else:
+            put("d", ())
+        put("seeds", grid_axis("seeds", self.seeds, _validate.integer, 0))
+        put("beta", _canon_axis("beta", self.beta, _validate.positive))
+        put("noise", _canon_axis("noise", self.noise, _validate.nonnegative))
+        if self.backend is not None:
+            choice("backend", self.backend, ("numpy", "cupy"))
+        for f in ("name", "description"):
+            val = getattr(self, f)
+            if val is not None and not isinstance(val, str):
+                fail(f, f"must be a string, got {type(val).__name__} {val!r}")
+        put("options", check_options(self.options, methods))
+        self._check_combinations()
+        self._check_size()
+
+    def _check_combinations(self):
+        """Refuse the combinations of fields that the library cannot run."""
+        for m in self.method:
+            if m in ("gd", "gd_avg"):
+                if self.channel != ("softmax",):
+                    fail("channel", f"method {m!r} trains softmax students; channel must be "
+                                    f"'softmax', got {list(self.channel)}")
+                if any(x != 0 for x in self.noise):
+                    fail("noise", f"method {m!r} has no label noise; noise must be 0")
+        if "hardmax" in self.channel and any(t != 2 for t in self.T):
+            fail("T", "the hardmax channel's Bayes side needs T = 2")
+        closed = {(c, n): all(effective_k(c, t, n) is not None for t in self.T)
+                  for c, n in itertools.product(self.channel, self.noise)}
+        if self.alpha_bar is not None and not all(closed.values()):
+            fail("alpha_bar", "alpha_bar = (T^2+T-2) alpha needs a noiseless softmax or "
+                              "linear channel; give 'alpha' instead")
+        if "se" in self.method:
+            check_se_solver(self.options.get("se", {}), closed, self.rho)
+
+    def _axes(self, method: str) -> list[tuple[str, int]]:
+        """``(field, number of values)`` of the grid axes of ``method``."""
+        alpha = "alpha" if self.alpha is not None else "alpha_bar"
+        axes = [("channel", len(self.channel)), ("T", len(self.T)), ("rho", len(self.rho)),
+                (alpha, len(getattr(self, alpha))), ("beta", len(self.beta)),
+                ("noise", len(self.noise))]
+        if method != "se":
+            axes += [("d", len(self.d)), ("seeds", len(self.seeds))]
+        return axes + [(f"options.{method}.{k}", len(v))
+                       for k, v in self.options.get(method, {}).items()]
+
+    def _check_size(self):
+        """Refuse a grid of more than :data:`MAX_RUNS` runs, naming its largest axis."""
+        total = sum(math.prod(n for _, n in self._axes(m)) for m in self.method)
+        if total > MAX_RUNS:
+            name, n = max((a for m in self.method for a in self._axes(m)), key=lambda a: a[1])
+            fail(name, f"the spec expands to {total} runs, more than the limit of {MAX_RUNS} "
+                       f"(this field has {n} values); split it into smaller specs")
+
+    @classmethod
+    def from_dict(cls, mapping: Mapping) -> "SweepSpec":
+        """Validate a mapping (e.g. parsed YAML); unknown keys are errors."""
+        if isinstance(mapping, SweepSpec):
+            return mapping
+        if not isinstance(mapping, Mapping):
+            raise SpecError(f"spec must be a mapping of fields, got {type(mapping).__name__}")
+        unknown_keys("", mapping, _SPEC_FIELDS)
+        for req in ("method", "T", "rho"):
+            if req not in mapping:
+                fail(req, "is required")
+        return cls(**dict(mapping))
+
+    def to_dict(self) -> dict:
+        """A plain mapping (lists) that :meth:`from_dict` turns back into this spec."""
+        out = {}
+        for f in dataclasses.fields(self):
+            val = getattr(self, f.name)
+            if f.name == "options":
+                val = {m: {k: list(x) for k, x in o.items()} for m, o in val.items()}
+            elif isinstance(val, tuple):
+                val = list(val)
+            out[f.name] = val
+        if out["alpha"] is None:
+            del out["alpha"]
+        else:
+            del out["alpha_bar"]
+        if not out["d"]:
+            del out["d"]
+        return {k: x for k, x in out.items() if x is not None}
+
+
+def load_spec(spec) -> SweepSpec:
+    """A :class:`SweepSpec` from a spec, a mapping, or a path to a YAML file."""
+    if isinstance(spec, SweepSpec):
+        return spec
+    if isinstance(spec, Mapping):
+        return SweepSpec.from_dict(spec)
+    if not isinstance(spec, (str, os.PathLike)):
+        raise TypeError(f"spec must be a SweepSpec, a mapping or a path, got {type(spec).__name__}")
+    path = Path(spec)
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or exc
+        raise SpecError(f"cannot read spec file {str(path)!r}: {reason}") from None
+    try:
+        import yaml
+    except ImportError as exc:  # pragma: no cover - pyyaml is in requirements
+        raise ImportError("reading a YAML sweep spec needs pyyaml (pip install pyyaml)") from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or "parse error"
+        raise SpecError(f"spec file {str(path)!r} is not valid YAML{where}: {problem}") from None
+    if data is None:
+        raise SpecError(f"spec file {str(path)!r} is empty")
+    return SweepSpec.from_dict(data)
+
+
+def expand(spec) -> list[Run]:
+    """The runs of a spec, in a stable order, without duplicates (equal keys are merged).
+
+    Order: method, then seed (so the first seeds complete whole figures first),
+    channel, ``T``, ``rho``, ``beta``, ``noise``, ``d``, options, ``alpha``.
+    With ``alpha_bar``, ``alpha = alpha_bar / k`` (:func:`~aimlib.sweep.keys.effective_k`).
+    """
+    spec = load_spec(spec)
+    runs: dict[str, Run] = {}
+    for m in spec.method:
+        seeds = (None,) if m == "se" else spec.seeds
+        ds = (None,) if m == "se" else spec.d
+        opts = {**{k: (v,) for k, v in DEFAULTS[m].items()}, **spec.options.get(m, {})}
+        names = sorted(opts)
+        combos = [tuple(zip(names, vals)) for vals in itertools.product(*(opts[n] for n in names))]
+        for seed, ch, T, rho in itertools.product(seeds, spec.channel, spec.T, spec.rho):
+            betas = spec.beta if ch == "softmax" else (None,)
+            for beta, noise, d, opt in itertools.product(betas, spec.noise, ds, combos):
+                if spec.alpha is not None:
+                    alphas = spec.alpha
+                else:
+                    k = effective_k(ch, T, noise)
+                    alphas = unique(canon_float(ab / k) for ab in spec.alpha_bar)
+                for a in alphas:
+                    r = Run(method=m, channel=ch, T=T, rho=rho, alpha=a, beta=beta, noise=noise,
+                            d=d, seed=seed, options=opt, backend=spec.backend)
+                    runs.setdefault(r.key, r)
+    return list(runs.values())

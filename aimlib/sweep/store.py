@@ -1,0 +1,266 @@
+"""The results file: a CSV with one row per run, appended to atomically, resumable.
+
+Only the parent process writes.  The file is held open under an exclusive
+lock (``fcntl.flock``, so two sweeps cannot write one file; POSIX only, no
+lock on Windows) and each finished row is appended as one line, then
+``fsync``-ed, so a crash or a ``kill -9`` loses at most the runs in flight.
+
+A file is only ever written after its first line is recognised as exactly
+the header :data:`COLUMNS` (an empty file, or one that holds a prefix of
+that header, as a writer killed while creating it leaves, is a new results
+file).  Anything else -- another CSV, a spec, a one-line file, binary data --
+is refused with a ``ValueError`` and left untouched.  In a recognised file an
+incomplete last line (bytes after the last newline, left by a killed writer)
+is cut off and its run recomputed, and rows repeated with the same key are
+removed; rewrites go to a locked, ``fsync``-ed temporary file that replaces
+the file with ``os.replace``.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import os
+import stat
+import threading
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+#: the CSV columns, in order
+COLUMNS = [
+    "key",
+    # parameters
+    "method", "channel", "T", "rho", "alpha", "alpha_bar", "beta", "noise", "d", "seed",
+    "restarts", "steps", "max_iter", "dtype", "options",
+    # metrics
+    "n", "mmse", "q", "iterations", "converged", "mmse_pred", "mmse_single", "mmse_single_std",
+    "mmse_averaged", "seconds",
+    # provenance
+    "aimlib_version", "backend", "hostname", "timestamp",
+]
+
+_INT_COLUMNS = {"T", "d", "seed", "restarts", "steps", "max_iter", "n", "iterations"}
+_FLOAT_COLUMNS = {"rho", "alpha", "alpha_bar", "beta", "noise", "mmse", "q", "mmse_pred",
+                  "mmse_single", "mmse_single_std", "mmse_averaged", "seconds"}
+_BOOL_COLUMNS = {"converged"}
+
+
+def _format(x) -> str:
+    if x is None:
+        return ""
+    if isinstance(x, bool):
+        return "true" if x else "false"
+    if isinstance(x, float):
+        return repr(x)
+    return str(x)
+
+
+def _csv_line(values: Iterable) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(list(values))
+    return buf.getvalue()
+
+
+_HEADER = _csv_line(COLUMNS)
+_HEADER_BYTES = _HEADER.encode()
+
+
+def _parse(name: str, text: str):
+    if text == "":
+        return None
+    if name in _INT_COLUMNS:
+        return int(text)
+    if name in _FLOAT_COLUMNS:
+        return float(text)
+    if name in _BOOL_COLUMNS:
+        return text == "true"
+    return text
+
+
+def read_results(path, *, keys: Iterable[str] | None = None) -> list[dict]:
+    """The rows of a sweep CSV as dicts with typed values (an incomplete last line is skipped).
+
+    ``keys`` (e.g. ``[r.key for r in expand(spec)]``) selects and orders rows.
+    """
+    text = Path(path).read_text()
+    complete = text[: text.rfind("\n") + 1]
+    rows = [{k: _parse(k, x) for k, x in r.items()} for r in csv.DictReader(io.StringIO(complete))]
+    if keys is None:
+        return rows
+    by_key = {r["key"]: r for r in rows}
+    return [by_key[k] for k in keys if k in by_key]
+
+
+@dataclass
+class _Contents:
+    """A recognised results file: its rows by key, their order, and what to repair."""
+
+    lines: dict  # key -> complete CSV line (first occurrence)
+    order: list  # keys in file order
+    end: int  # bytes of complete lines, header included (0: no complete header)
+    duplicates: int  # rows repeating an earlier key
+
+
+def _scan(data: bytes, path) -> _Contents:
+    """Recognise ``data`` as a results file and parse its complete rows; refuse anything else."""
+    if not data.startswith(_HEADER_BYTES):
+        if b"\n" not in data and _HEADER_BYTES.startswith(data):  # empty, or a torn header
+            return _Contents({}, [], 0, 0)
+        raise ValueError(f"{path} is not a sweep results file (its header differs from the "
+                         "sweep columns of this aimlib version); it was left untouched, "
+                         "choose another --out")
+    end = data.rfind(b"\n") + 1
+    try:
+        text = data[len(_HEADER_BYTES):end].decode()
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: the rows are not UTF-8 text; the file is corrupt") from None
+    lines, order, duplicates = {}, [], 0
+    for i, line in enumerate(text.split("\n")[:-1], start=2):
+        fields = next(csv.reader([line]))
+        if len(fields) != len(COLUMNS):
+            raise ValueError(f"{path}: line {i} has {len(fields)} fields, expected "
+                             f"{len(COLUMNS)}; the file is corrupt")
+        if fields[0] in lines:
+            duplicates += 1
+        else:
+            lines[fields[0]] = line + "\n"
+            order.append(fields[0])
+    return _Contents(lines, order, end, duplicates)
+
+
+def stored_keys(path: Path) -> set:
+    """The keys of the complete rows of the results file ``path`` (none if it does not exist)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return set()
+    return set(_scan(data, path).lines)
+
+
+class ResultsFile:
+    """The CSV, held open with an exclusive lock; rows are appended atomically and fsync-ed."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.lock = threading.Lock()
+        self.fd = _open_locked(path)
+        try:
+            self._load()
+        except BaseException:
+            self.close()
+            raise
+
+    def _load(self):
+        size = os.fstat(self.fd).st_size
+        data = os.pread(self.fd, size, 0) if size else b""
+        found = _scan(data, self.path)  # raises before anything is written to a foreign file
+        if found.end < len(data):
+            warnings.warn(f"{self.path}: dropping an incomplete last line "
+                          f"({len(data) - found.end} bytes) left by an interrupted sweep",
+                          RuntimeWarning, stacklevel=4)
+            os.ftruncate(self.fd, found.end)
+        if found.end == 0:
+            self._append(_HEADER)
+        self.lines, self.order = found.lines, found.order
+        if found.duplicates:
+            warnings.warn(f"{self.path}: removing {found.duplicates} duplicate row(s) (a key "
+                          "already on an earlier line)", RuntimeWarning, stacklevel=4)
+            self._replace(self.order)
+
+    def _append(self, line: str):
+        with self.lock:
+            _write_all(self.fd, line.encode())
+            os.fsync(self.fd)
+
+    def add(self, row: dict):
+        """Append ``row`` (a dict over :data:`COLUMNS`) unless its key is already in the file."""
+        key = row["key"]
+        if key in self.lines:  # never duplicate (a run finished twice, e.g. after a retry)
+            return
+        line = _csv_line(_format(row[c]) for c in COLUMNS)
+        self._append(line)
+        self.lines[key] = line
+        self.order.append(key)
+
+    def rewrite(self, first: list[str]):
+        """Rewrite the file with the rows of ``first`` (in that order), then the others."""
+        head = [k for k in first if k in self.lines]
+        seen = set(head)
+        self._replace(head + [k for k in self.order if k not in seen])
+
+    def _replace(self, keys: list[str]):
+        """Atomically replace the file by the header and the rows ``keys``; keep it locked."""
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+        try:
+            _flock(fd, tmp)
+            _write_all(fd, (_HEADER + "".join(self.lines[k] for k in keys)).encode())
+            os.fsync(fd)
+            os.replace(tmp, self.path)
+        except BaseException:
+            os.close(fd)
+            tmp.unlink(missing_ok=True)
+            raise
+        _fsync_dir(self.path.parent)
+        os.close(self.fd)  # the old file and its lock; the new one is locked already
+        self.fd = fd
+        self.order = keys
+
+    def close(self):
+        if self.fd is not None:
+            os.close(self.fd)  # releases the lock
+            self.fd = None
+
+
+def _open_locked(path: Path) -> int:
+    """Open (create) ``path`` for appending and lock it; refuse anything but a regular file."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+            try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    raise ValueError(f"{path} is not a regular file; choose another --out")
+                _flock(fd, path)
+                same = os.fstat(fd).st_ino == os.stat(path).st_ino
+            except FileNotFoundError:
+                same = False
+            except BaseException:
+                os.close(fd)
+                raise
+            if same:  # not replaced by another sweep's final rewrite meanwhile
+                return fd
+            os.close(fd)
+    except OSError as exc:
+        raise ValueError(f"cannot open the results file {path}: {exc.strerror or exc}") from None
+
+
+def _write_all(fd: int, data: bytes):
+    written = 0
+    while written < len(data):
+        written += os.write(fd, data[written:])
+
+
+def _flock(fd: int, path: Path):
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no locking
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise ValueError(f"{path} is being written by another sweep (it is locked)") from None
+
+
+def _fsync_dir(path: Path):
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # pragma: no cover
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover - not supported everywhere
+        pass
+    finally:
+        os.close(fd)
