@@ -1,7 +1,7 @@
 """Speed of gradient descent (aimlib.gd): d = 200, T = 2, alpha = 0.1, 1000 Adam steps.
 
 Target: under 30 s per run (one student) on a CPU.  Prints a table and writes
-benchmarks/results/gd.json (date, platform, BLAS threads, numbers).
+benchmarks/results/gd.json (the machine record of ``_common.py`` and the numbers).
 
     python benchmarks/bench_gd.py            # the target case, float32 and float64, k = 1 and 4
     python benchmarks/bench_gd.py --quick    # smaller d, for a smoke test
@@ -13,18 +13,12 @@ OPENBLAS_NUM_THREADS=1 on an oversubscribed machine).
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
-import os
-import platform
 import time
-from pathlib import Path
 
 import numpy as np
+from _common import RESULTS, write_record
 
 from aimlib import gd
-
-HERE = Path(__file__).resolve().parent
 
 
 def one(d, T, alpha, restarts, dtype, steps, backend=None):
@@ -47,7 +41,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="d = 60 instead of 200")
     p.add_argument("--backend", default=None, choices=["numpy", "cupy"])
-    p.add_argument("--out", default=str(HERE / "results" / "gd.json"))
+    p.add_argument("--out", default=str(RESULTS / "gd.json"))
     a = p.parse_args(argv)
     d = 60 if a.quick else 200
     cases = [(1, np.float32), (1, np.float64), (4, np.float32)]
@@ -60,18 +54,9 @@ def main(argv=None):
         print(f"{r['d']:>4} {r['T']:>2} {r['alpha']:>6.3f} {r['n']:>6} {k:>3} {r['dtype']:>8} "
               f"{r['ms_per_step']:>8.1f} {r['total_seconds']:>8.1f} {r['seconds_per_restart']:>7.1f} "
               f"{r['mmse_single_mean']:>9.4f} {r['mmse_averaged']:>7.4f}", flush=True)
-    info = {
-        "benchmark": "gd", "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-        "python": platform.python_version(), "numpy": np.__version__, "cpu_count": os.cpu_count(),
-        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
-        "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS"),
-        "target": "d=200, T=2, alpha=0.1, 1000 Adam steps: < 30 s per run on CPU",
-        "results": rows,
-    }
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(info, indent=2) + "\n")
-    print(f"wrote {a.out}")
+    path = write_record("gd", {"target": "d=200, T=2, alpha=0.1, 1000 Adam steps: < 30 s per run on CPU",
+                               "results": rows}, path=a.out)
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

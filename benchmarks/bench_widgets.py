@@ -17,14 +17,9 @@ Run: ``python benchmarks/bench_widgets.py`` (about half a minute on a 2-core mac
 """
 from __future__ import annotations
 
-import datetime
-import json
-import os
-import platform
 import statistics
-from pathlib import Path
 
-import numpy as np
+from _common import write_record
 
 from aimlib import widgets
 
@@ -67,21 +62,9 @@ def main() -> None:
         for kind, label in (("new", "new parameters"), ("cached", "from cache")):
             print(f"{r['channel']:>8} {label:>15} {len(r[kind]):>3} "
                   f"{1e3 * r[f'median_{kind}_wall_s']:>15.0f} {1e3 * r[f'median_{kind}_cpu_s']:>14.0f}")
-    out = {
-        "benchmark": "widgets",
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": {"platform": platform.platform(), "processor": platform.processor(),
-                    "python": platform.python_version(), "nproc": os.cpu_count(),
-                    "numpy": np.__version__,
-                    "loadavg_1min": os.getloadavg()[0] if hasattr(os, "getloadavg") else None},
-        "note": "wall-clock times on a shared machine; see loadavg_1min",
-        "se_panel": rows,
-    }
-    path = Path(__file__).resolve().parent / "results" / "widgets.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=2) + "\n")
+    path = write_record("widgets", {"note": "wall-clock times on a shared machine; see load_average",
+                                    "se_panel": rows})
     print(f"\nwritten {path}")
-
 
 if __name__ == "__main__":
     main()

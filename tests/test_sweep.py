@@ -665,3 +665,13 @@ def test_cli_failed_runs_exit_1(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and all("failed: RuntimeError: no luck" in line for line in err)
     assert "sweep" in cli.COMMANDS
+
+
+def test_load_results_gives_the_rows_in_spec_order():
+    spec = ROOT / "sweeps" / "amp_finite_size.yaml"
+    rows = sweep.load_results(spec)
+    keys = [run.key for run in sweep.expand(spec)]
+    assert [r["key"] for r in rows] == [k for k in keys if k in {r["key"] for r in rows}]
+    assert rows == sweep.read_results(spec.with_suffix(".csv"), keys=keys) and len(rows) == 40
+    with pytest.raises(TypeError, match="out must be given"):
+        sweep.load_results({"method": "se", "T": 2, "rho": 0.5, "alpha": [0.1]})

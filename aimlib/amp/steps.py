@@ -25,6 +25,7 @@ import math
 
 import numpy as np
 
+from .. import _validate as v
 from .. import rmt
 from ..channels import sigma2
 from ..errors import ConvergenceError
@@ -42,6 +43,8 @@ def chunk_size_for(T: int, d: int, itemsize: int, memory_mb: float) -> int:
     numbers) plus a few ``c T^2`` arrays: ``3 c T d + 8 c T^2`` numbers of
     ``itemsize`` bytes.
     """
+    T, d = v.integer("T", T, minimum=2), v.integer("d", d, minimum=1)
+    itemsize, memory_mb = v.integer("itemsize", itemsize, minimum=1), v.positive("memory_mb", memory_mb)
     per_sample = (3 * T * d + 8 * T * T) * itemsize
     return max(1, int(memory_mb * 2**20 // per_sample))
 

@@ -76,7 +76,7 @@ Requirements: ``pyyaml`` for YAML files, ``tqdm`` for the progress bar and
 ``dask[distributed]`` for the Dask schedulers (``pip install -e .[sweep]``);
 none is needed to build a spec in Python and run it on the process pool.
 """
-from .driver import SweepReport, run_sweep
+from .driver import SweepReport, load_results, run_sweep
 from .fields import SpecError
 from .keys import Run, run_key
 from .options import DEFAULTS, METHODS, OPTIONS
@@ -85,6 +85,7 @@ from .spec import CHANNELS, MAX_RUNS, SweepSpec, expand, load_spec
 from .store import COLUMNS, read_results
 
 __all__ = [
+    "load_results",
     "SpecError",
     "SweepSpec",
     "Run",

@@ -171,3 +171,20 @@ def run_sweep(spec, out, *, scheduler=None, workers: int | None = None,
         warnings.warn(f"run {run.key} ({run.method}, T={run.T}, alpha={run.alpha}, d={run.d}, "
                       f"seed={run.seed}) failed: {msg}", RuntimeWarning, stacklevel=2)
     return report
+
+
+def load_results(spec, out=None) -> list[dict]:
+    """The computed rows of a sweep, in the order of its spec (runs not computed yet are skipped).
+
+    Parameters
+    ----------
+    spec : path, mapping or SweepSpec
+        The sweep spec (as for :func:`run_sweep`).
+    out : path, optional
+        Its results CSV; by default the spec's path with the suffix ``.csv``.
+    """
+    if out is None:
+        if not isinstance(spec, (str, os.PathLike)):
+            raise TypeError("out must be given when spec is not a path")
+        out = Path(spec).with_suffix(".csv")
+    return read_results(out, keys=[run.key for run in expand(spec)])
