@@ -132,7 +132,30 @@ def test_fisher_interpolant_and_finite_at_q0():
     for q in (0.05, 0.6, 1.3):
         assert ns.fisher(q, Q0, beta, noise) == pytest.approx(ns.fisher(q, Q0, beta, noise, exact=True),
                                                               rel=1e-3)
-    assert math.isfinite(ns.fisher(Q0, Q0, beta, noise))
+    closed = ns.fisher_at_q0(Q0, beta, noise)
+    assert ns.fisher(Q0, Q0, beta, noise) == closed == ns.fisher(Q0, Q0, beta, noise, exact=True)
+    assert ns.fisher_direct(Q0, Q0, beta, noise) == closed
+
+
+def test_fisher_interpolant_accuracy_next_to_q0():
+    """The documented accuracy at the smallest noise, where F_out is steepest as q -> Q0."""
+    Q0, beta, noise = 1.5, 1.0, 1e-3
+    for f, rel in ((0.5, 5e-3), (0.97, 5e-3), (0.99, 5e-3), (0.999, 5e-3), (0.9999, 1e-2)):
+        q = f * Q0
+        assert ns.fisher(q, Q0, beta, noise) == pytest.approx(ns.fisher_direct(q, Q0, beta, noise), rel=rel)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: ns.fisher_direct(-1.0, 1.5, 1.0, 0.1), r"q must be in \[0.0, 1.5\]"),
+    (lambda: ns.fisher_direct(float("nan"), 1.5, 1.0, 0.1), "q must be finite"),
+    (lambda: ns.fisher_direct(0.5, 1.5, -1.0, 0.1), "beta must be > 0"),
+    (lambda: ns.fisher(1.6, 1.5, 1.0, 0.1), r"q must be in \[0.0, 1.5\]"),
+    (lambda: ns.grid_size(1.0, -1.0, 0.1), "beta must be > 0"),
+    (lambda: ns.grid_size(0.0, 1.0, 0.1), "V must be > 0"),
+])
+def test_bad_arguments_are_named(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
 
 
 @pytest.mark.parametrize("beta,noise", [(1.0, 0.01), (2.0, 0.05), (0.5, 0.3)])

@@ -50,8 +50,9 @@ State evolution
 ``omega ~ N(0, q Sigma)``, ``h ~ N(omega, V Sigma)`` and the noise: eight Gaussian
 variables (three for ``mu``, three for ``u``, two ``z`` noises), averaged with a scrambled Sobol
 sequence of ``2^11`` points (fixed seed, so ``F_out`` is a deterministic smooth
-function of ``q``); ``1/F_out`` is cached as a Chebyshev interpolant in ``q`` per
-``(Q0, beta, Delta)``.
+function of ``q``); ``1/F_out`` is cached as a Chebyshev interpolant in
+``s = sqrt(V/Q0)`` per ``(Q0, beta, Delta)`` (the variable resolves the steep end
+``V -> 0``, where ``F_out`` approaches its closed form :func:`fisher_at_q0`).
 """
 from __future__ import annotations
 
@@ -252,9 +253,10 @@ def fisher_direct(q: float, Q0: float, beta: float, noise: float) -> float:
 
 @lru_cache(maxsize=64)
 def _cheb(Q0: float, beta: float, noise: float):
+    """Chebyshev coefficients of ``1/F_out`` in ``c = 2 sqrt(V/Q0) - 1`` on ``[-1, 1]``."""
     j = np.arange(CHEB_DEG + 1)
     c = np.cos(np.pi * (j + 0.5) / (CHEB_DEG + 1))
-    q = Q0 * (c + 1) / 2
+    q = Q0 * (1.0 - ((c + 1) / 2) ** 2)
     vals = np.array([1.0 / fisher_direct(qq, Q0, beta, noise) for qq in q])
     return np.polynomial.chebyshev.chebfit(c, vals, CHEB_DEG)
 
@@ -282,15 +284,21 @@ def fisher(q, Q0, beta: float, noise: float, *, exact: bool = False) -> float:
     r"""The SE output function ``F_out(q)`` of the noisy softmax, ``T = 2`` (``qhat = alpha F_out``).
 
     Finite at ``q = Q0``: label noise caps the information a sample carries, so
-    there is no perfect recovery (at ``q = Q0`` the closed form :func:`fisher_at_q0`).  Values come from a Chebyshev interpolant of
-    ``1 / F_out`` (close to linear in ``V``) from :func:`fisher_direct`, in ``q`` on ``[0, Q0]`` (degree ``CHEB_DEG``, built once per
-    ``(Q0, beta, noise)``); ``exact=True`` evaluates :func:`fisher_direct`.
+    there is no perfect recovery (at ``q = Q0``: the closed form :func:`fisher_at_q0`).
+    Values come from a Chebyshev interpolant of ``1 / F_out`` in ``sqrt(V/Q0)``
+    (degree ``CHEB_DEG``, built once per ``(Q0, beta, noise)`` from
+    :func:`fisher_direct`); ``exact=True`` evaluates :func:`fisher_direct`.
+
+    Accuracy (``beta = 1``, ``Q0 = 1.5``): the interpolant is within 0.5 % of
+    :func:`fisher_direct` for ``q <= 0.999 Q0`` and within 1 % up to ``0.9999 Q0`` at
+    ``noise = 1e-3`` (0.15 % at ``noise = 1e-2``); :func:`fisher_direct` itself moves
+    by 0.1-0.5 % with the Sobol scramble.
     """
     q, Q0, beta, noise = _check_fisher_args(q, Q0, beta, noise)
     if exact or q == Q0:
         return fisher_direct(q, Q0, beta, noise)
     coef = _cheb(float(Q0), float(beta), float(noise))
-    return 1.0 / float(np.polynomial.chebyshev.chebval(2 * q / Q0 - 1, coef))
+    return 1.0 / float(np.polynomial.chebyshev.chebval(2 * math.sqrt(1.0 - q / Q0) - 1, coef))
 
 
 class NoisySoftmax(Softmax):
