@@ -27,7 +27,7 @@ def clear_caches():
     for obj in vars(rmt).values():
         if callable(getattr(obj, "cache_clear", None)):
             obj.cache_clear()
-    se._slope_cached.cache_clear()
+    se.prior._slope_cached.cache_clear()
 
 
 def timed(fn, repeat):

@@ -66,5 +66,6 @@ def main() -> None:
                                     "se_panel": rows})
     print(f"\nwritten {path}")
 
+
 if __name__ == "__main__":
     main()
