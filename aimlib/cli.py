@@ -59,6 +59,8 @@ import math
 import sys
 from typing import Callable
 
+import numpy as np
+
 from .errors import ConvergenceError
 
 __all__ = ["main", "build_parser", "register_command", "COMMANDS"]
@@ -90,24 +92,54 @@ class _Once(argparse.Action):
 
 
 def _add_channel(p):
-    p.add_argument("--channel", default="softmax", choices=["softmax", "hardmax", "linear"],
-                   help="output channel (default: softmax)")
+    p.add_argument("--channel", default="softmax", choices=["softmax", "hardmax", "linear", "deep-hardmax"],
+                   help="output channel (default: softmax); deep-hardmax: two hardmax attention layers")
     p.add_argument("--beta", type=float, default=None, action=_Once,
                    help="softmax inverse temperature (softmax only; default: 1)")
     p.add_argument("--noise", type=float, default=None, action=_Once,
                    help="label-noise variance Delta_out (default: 0)")
+    p.add_argument("--c", type=float, default=None, action=_Once,
+                   help="residual strength of the deep-hardmax channel (default: 0.5)")
+    p.add_argument("--layers", type=int, default=None, action=_Once,
+                   help="attention layers (index matrices per sample); must match the channel")
+
+
+def _add_rho(p):
+    p.add_argument("--rho", type=float, nargs="+", default=[0.5], action=_Once,
+                   help="width ratio rho = r/d, one per layer (default: 0.5)")
 
 
 def _add_common(p):
     _add_channel(p)
     p.add_argument("--T", type=int, default=2, action=_Once, help="sequence length T >= 2 (default: 2)")
-    p.add_argument("--rho", type=float, default=0.5, action=_Once, help="width ratio rho = r/d (default: 0.5)")
+    _add_rho(p)
 
 
 def _channel(args):
+    """The channel of ``--channel`` and its options, with ``args.rho`` checked against its layers."""
     from .channels import make_channel
 
-    return make_channel(args.channel, beta=args.beta, noise=args.noise)
+    ch = make_channel(args.channel, beta=args.beta, noise=args.noise, c=args.c)
+    L = ch.n_indices
+    if args.layers is not None and args.layers != L:
+        raise UsageError(f"--layers must be {L} for --channel {args.channel}, got {args.layers}")
+    if len(args.rho) != L:
+        raise UsageError(f"--rho must hold {L} width ratio{'s' if L > 1 else ''} (one per layer) for "
+                         f"--channel {args.channel}, got {len(args.rho)}")
+    return ch
+
+
+def _rho(args, ch):
+    return args.rho[0] if ch.n_indices == 1 else tuple(args.rho)
+
+
+def _columns(name: str, L: int) -> list[str]:
+    """``name`` for one layer, ``name_1, ..., name_L`` for several."""
+    return [name] if L == 1 else [f"{name}_{ell + 1}" for ell in range(L)]
+
+
+def _values(x) -> list:
+    return [x] if not isinstance(x, (tuple, list, np.ndarray)) else list(x)
 
 
 def _se_arguments(p):
@@ -125,9 +157,11 @@ def _fmt(x: float) -> str:
 def _se_run(args) -> int:
     from . import state_evolution as se
 
-    res = se.curve(args.alpha, _channel(args), T=args.T, rho=args.rho, method=args.method)
-    lines = ["alpha,mmse,q"]
-    lines += [f"{_fmt(a)},{_fmt(m)},{_fmt(q)}" for a, m, q in zip(res.alpha, res.mmse, res.q)]
+    ch = _channel(args)
+    res = se.curve(args.alpha, ch, T=args.T, rho=_rho(args, ch), method=args.method)
+    lines = [",".join(["alpha"] + _columns("mmse", ch.n_indices) + _columns("q", ch.n_indices))]
+    lines += [",".join(_fmt(x) for x in [a, *_values(m), *_values(q)])
+              for a, m, q in zip(res.alpha, res.mmse, res.q)]
     print("\n".join(lines))
     return 0
 
@@ -139,9 +173,9 @@ def _threshold_run(args) -> int:
 
     ch = _channel(args)
     if args.channel != "hardmax":
-        print(_fmt(se.perfect_recovery_threshold(args.rho, args.T, ch)))
+        print(_fmt(se.perfect_recovery_threshold(_rho(args, ch), args.T, ch)))
         return 0
-    if args.rho != 0 or args.T != 2 or ch.noise != 0:
+    if args.rho != [0] or args.T != 2 or ch.noise != 0:
         raise UsageError("--channel hardmax has no perfect-recovery threshold; its weak-recovery "
                          "threshold (in alpha_bar = alpha/rho) is defined for --rho 0, --T 2, no --noise")
     print(_fmt(hardmax.weak_recovery_threshold()))
@@ -153,13 +187,19 @@ def _threshold_run(args) -> int:
 # ---------------------------------------------------------------------------
 
 def _print_row(columns: list[str], row: dict) -> None:
-    print(",".join(columns))
-    print(",".join(str(row[c]) if not isinstance(row[c], float) else _fmt(row[c]) for c in columns))
+    """The header and one CSV row; a per-layer value (a tuple) fills the columns ``name_1 ... name_L``."""
+    header, values = [], []
+    for c in columns:
+        vals = _values(row[c])
+        header += _columns(c, len(vals))
+        values += [str(x) if not isinstance(x, float) else _fmt(x) for x in vals]
+    print(",".join(header))
+    print(",".join(values))
 
 
 def _run_arguments(p):
     p.add_argument("--T", type=int, default=2, action=_Once, help="sequence length T (default: 2)")
-    p.add_argument("--rho", type=float, default=0.5, action=_Once, help="width ratio rho = r/d (default: 0.5)")
+    _add_rho(p)
     p.add_argument("--alpha", type=float, required=True, action=_Once, help="sample complexity alpha = n/d^2")
     p.add_argument("--d", type=int, required=True, action=_Once, help="dimension d")
     p.add_argument("--seed", type=int, default=0, action=_Once,
@@ -181,7 +221,8 @@ def _amp_arguments(p):
 def _amp_run(args) -> int:
     from . import amp
 
-    row = amp.run_amp(_channel(args), args.T, args.rho, args.alpha, args.d, args.seed, backend=args.backend,
+    ch = _channel(args)
+    row = amp.run_amp(ch, args.T, _rho(args, ch), args.alpha, args.d, args.seed, backend=args.backend,
                       dtype=args.dtype, max_iter=args.max_iter, on_max_iter=args.on_max_iter)
     _print_row(["alpha", "d", "seed", "mmse", "iterations", "seconds"], row)
     return 0
@@ -198,7 +239,9 @@ def _gd_arguments(p):
 def _gd_run(args) -> int:
     from . import gd
 
-    row = gd.run_gd(args.T, args.rho, args.alpha, args.d, args.seed, restarts=args.restarts,
+    if len(args.rho) != 1:
+        raise UsageError(f"--rho must hold one width ratio for gd, got {len(args.rho)}")
+    row = gd.run_gd(args.T, args.rho[0], args.alpha, args.d, args.seed, restarts=args.restarts,
                     backend=args.backend, dtype=args.dtype, beta=args.beta, steps=args.steps)
     _print_row(["alpha", "d", "seed", "restarts", "mmse_single", "mmse_averaged", "seconds"], row)
     return 0

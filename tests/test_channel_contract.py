@@ -63,7 +63,8 @@ def test_fisher_is_positive_and_grows_with_the_overlap(case, q1, dq):
 
 
 @SETTINGS
-@given(name=st.sampled_from(sorted(CHANNELS)), beta=st.floats(0.1, 10.0), noise=st.floats(0.0, 1.0))
+@given(name=st.sampled_from(["softmax", "hardmax", "linear"]), beta=st.floats(0.1, 10.0),
+       noise=st.floats(0.0, 1.0))
 def test_the_registry_builds_each_channel_once(name, beta, noise):
     params = {"noise": noise} | ({"beta": beta} if name == "softmax" else {})
     ch = make_channel(name, **params)

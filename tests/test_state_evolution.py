@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -131,12 +130,12 @@ def test_curve_points_do_not_depend_on_their_neighbours():
     assert np.allclose(se.curve(alphas[perm], T=2, rho=0.3).mmse, curve.mmse[perm])
 
 
-def test_curve_is_fast_enough():
+def test_curve_warm_starts_keep_the_work_per_point_small():
+    """The cost is counted, not timed (timings: benchmarks/bench_state_evolution.py)."""
     alphas = np.linspace(1e-4, 0.2, 256)
-    se.curve(alphas[:4], T=2, rho=0.5)  # warm imports and caches
-    t = time.perf_counter()
     c = se.curve(alphas, T=2, rho=0.5)
-    assert time.perf_counter() - t < 3.0  # target < 1 s, see benchmarks/bench_state_evolution.py
+    cold = sum(se.solve(a, T=2, rho=0.5).iterations for a in alphas[::16])
+    assert c.evaluations <= 8 * len(alphas) and c.evaluations / len(alphas) < cold / len(alphas[::16])
     assert np.all(np.diff(c.mmse) <= 1e-12)
 
 

@@ -8,16 +8,19 @@ One module per channel, each holding both (book chapter in brackets):
 * :mod:`~aimlib.channels.softmax` -- row-wise softmax (the softmax channel);
 * :mod:`~aimlib.channels.softmax_noisy` -- softmax plus label noise, ``T = 2`` (label noise);
 * :mod:`~aimlib.channels.hardmax` -- row-wise argmax, ``T = 2`` (the hardmax channel);
+* :mod:`~aimlib.channels.deep_hardmax` -- two attention layers as one AIM with two
+  indices per sample; exact Bayes side for two hardmax layers, ``T = 2``;
 * :mod:`~aimlib.channels.registry` -- channels by name (:func:`make_channel`).
 """
-from . import base, hardmax, linear, registry, softmax, softmax_noisy
+from . import base, deep_hardmax, hardmax, linear, registry, softmax, softmax_noisy
 from .base import Channel, fisher_mc, sample_indices, sample_se_measure, sigma2
+from .deep_hardmax import DeepAttention
 from .hardmax import Hardmax
 from .linear import Linear
 from .registry import CHANNELS, make_channel
 from .softmax import Softmax, row_softmax, softmax_k
 from .softmax_noisy import NoisySoftmax
 
-__all__ = ["Channel", "Softmax", "NoisySoftmax", "Hardmax", "Linear", "make_channel", "CHANNELS",
+__all__ = ["Channel", "Softmax", "NoisySoftmax", "Hardmax", "Linear", "DeepAttention", "make_channel", "CHANNELS",
            "row_softmax", "softmax_k", "sigma2", "sample_indices", "sample_se_measure", "fisher_mc",
-           "base", "linear", "softmax", "softmax_noisy", "hardmax", "registry"]
+           "base", "linear", "softmax", "softmax_noisy", "hardmax", "deep_hardmax", "registry"]

@@ -109,12 +109,8 @@ class Channel:
 
     # -- forward map ---------------------------------------------------------
 
-    def index_shape(self, n: int, T: int) -> tuple:
-        """Shape of the indices of ``n`` samples: ``(n, T, T)`` or ``(n, L, T, T)``."""
-        return (n, T, T) if self.n_indices == 1 else (n, self.n_indices, T, T)
-
     def check_indices(self, h):
-        """Validate ``h`` against :meth:`index_shape` (finite, square last axes, ``L`` layers)."""
+        """Validate ``h``: finite, ``(n, T, T)`` for one index, ``(n, L, T, T)`` for ``L`` of them."""
         L = self.n_indices
         h = v.finite_array("h", h, ndim=3 if L == 1 else 4)
         if h.shape[-1] != h.shape[-2] or (L > 1 and h.shape[1] != L):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from .. import _validate as v
 from .base import Channel
+from .deep_hardmax import DeepAttention
 from .hardmax import Hardmax
 from .linear import Linear
 from .softmax import Softmax
@@ -11,8 +12,8 @@ from .softmax_noisy import NoisySoftmax
 __all__ = ["CHANNELS", "PARAMETERS", "make_channel"]
 
 #: the channel names and the parameters each one takes
-PARAMETERS = {"softmax": ("beta", "noise"), "hardmax": ("noise",), "linear": ("noise",)}
-CHANNELS = {"softmax": Softmax, "hardmax": Hardmax, "linear": Linear}
+PARAMETERS = {"softmax": ("beta", "noise"), "hardmax": ("noise",), "linear": ("noise",), "deep-hardmax": ("c",)}
+CHANNELS = {"softmax": Softmax, "hardmax": Hardmax, "linear": Linear, "deep-hardmax": DeepAttention}
 
 
 def make_channel(channel="softmax", **params) -> Channel:
@@ -20,10 +21,11 @@ def make_channel(channel="softmax", **params) -> Channel:
 
     Parameters
     ----------
-    channel : {'softmax', 'hardmax', 'linear'} or Channel
+    channel : {'softmax', 'hardmax', 'linear', 'deep-hardmax'} or Channel
         The channel.  An instance is returned as it is (no ``params`` allowed).
     **params
-        ``beta`` (softmax only) and ``noise`` (label-noise variance, all channels).
+        ``beta`` (softmax only), ``noise`` (label-noise variance; not for deep-hardmax)
+        and ``c`` (the residual strength of deep-hardmax, two hardmax attention layers).
         A parameter the channel does not take is refused; ``None`` means "not given".  ``softmax`` with
         ``noise > 0`` gives a :class:`~aimlib.channels.softmax_noisy.NoisySoftmax`.
     """

@@ -1,0 +1,226 @@
+r"""Two attention layers as one AIM: the forward map, and for two hardmax layers at ``T = 2`` the exact Bayes side.
+
+The network (THEORY of the book, section "Deep attention"): layer 1 mixes the
+tokens, ``X_1 = A X`` with ``A = c I + sigma(h^(1))`` (``c`` the residual
+strength, ``sigma`` the row-wise hardmax or softmax), and layer 2 reads the
+mixed tokens, whose trace-subtracted indices are ``A h^(2) A^T`` in terms of the
+indices ``h^(2)`` of the *original* tokens; the output is ``y = sigma(A h^(2) A^T)``.
+So the channel reads ``L = 2`` index matrices per sample.
+
+Bayes side (two hardmax layers, ``T = 2``).  The latent layer-1 pattern ``P`` is
+fixed by the signs ``s_i = sign(h1_ii - h1_12)``; given ``P``, the output signs
+``t_i = sign(u_i)`` are signs of the linear functions ``u_1 = a_1^T h2 (a_1 - a_2)``,
+``u_2 = a_2^T h2 (a_2 - a_1)`` of ``h^(2)`` (``a_i`` the rows of ``A``).  With
+``h_l ~ N(omega_l, V_l Sigma)``:
+
+.. math::  Z_{\rm out} = \sum_{P} \Phi_2\big(\kappa(s_P; \omega_1, V_1)\big)\,
+           \Phi_2\Big(\frac{t_1 \mu_1}{\sigma_1}, \frac{t_2 \mu_2}{\sigma_2}; t_1 t_2 r\Big),
+
+``mu = L omega_2``, ``Cov(u) = V_2 L D L^T`` (``D = diag(2, 1, 2)`` on the entries
+``(h_11, h_12, h_22)``), ``r`` its correlation: four products of bivariate normal
+orthant probabilities, no Monte Carlo.  ``g_l = d log Z_out / d omega_l`` is the
+average over the posterior weights ``w_P`` of the pattern-wise gradients.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from .. import _validate as v
+from ..backend import get_array_module, to_device, to_host
+from . import hardmax
+from ._bivariate import grad_log_bvn, log_bvn_cdf
+from .base import Channel
+from .softmax import check_beta, row_softmax
+
+__all__ = ["DeepAttention", "PATTERNS", "functionals", "fisher_scaled", "fisher_scaled_direct"]
+
+#: the four layer-1 sign patterns ``(s_1, s_2)`` of ``T = 2``
+PATTERNS = ((1.0, 1.0), (1.0, -1.0), (-1.0, 1.0), (-1.0, -1.0))
+_ENTRY_VAR = np.array([2.0, 1.0, 2.0])   # Var of (h_11, h_12, h_22) in units of V
+
+
+def _pattern_matrix(s1: float, s2: float) -> np.ndarray:
+    """The one-hot layer-1 output ``P`` of the signs: row 1 picks token 1 iff ``s_1 > 0``, row 2 token 2 iff ``s_2 > 0``."""
+    return np.array([[1.0, 0.0] if s1 > 0 else [0.0, 1.0], [0.0, 1.0] if s2 > 0 else [1.0, 0.0]])
+
+
+def _bilinear(p, q) -> np.ndarray:
+    """Coefficients of ``p^T h q`` on the independent entries ``(h_11, h_12, h_22)`` of a symmetric ``h``."""
+    return np.array([p[0] * q[0], p[0] * q[1] + p[1] * q[0], p[1] * q[1]])
+
+
+def functionals(c: float, s1: float, s2: float) -> np.ndarray:
+    """``L`` (2 x 3): ``u = L (h_11, h_12, h_22)`` are the layer-2 differences given the pattern ``(s_1, s_2)``."""
+    A = c * np.eye(2) + _pattern_matrix(s1, s2)
+    return np.stack([_bilinear(A[0], A[0] - A[1]), _bilinear(A[1], A[1] - A[0])])
+
+
+class DeepAttention(Channel):
+    """Two attention layers with residual strength ``c``: ``y = sigma(A h2 A^T)``, ``A = c I + sigma(h1)``.
+
+    Parameters
+    ----------
+    c : float
+        Residual strength; values for which two mixed tokens coincide under some
+        layer-1 pattern (``c`` in ``{-1, 0, 1}`` for hardmax layers) are refused.
+    layer : {'hardmax', 'softmax'}
+        The row-wise map ``sigma`` of both layers (the Bayes side: hardmax, ``T = 2``).
+    beta : float
+        Inverse temperature of softmax layers.
+    """
+
+    name = "deep-attention"
+    n_indices = 2
+
+    def __init__(self, c: float = 0.5, layer: str = "hardmax", beta: float = 1.0):
+        super().__init__(0.0)
+        self.layer = v.choice("layer", layer, {"hardmax", "softmax"})
+        self.beta = check_beta(beta)
+        self.c = v.real("c", c)
+        if layer == "hardmax":
+            for s in PATTERNS:
+                A = self.c * np.eye(2) + _pattern_matrix(*s)
+                if np.allclose(A[0], A[1]) or np.any(np.all(np.isclose(A, 0), axis=1)):
+                    raise ValueError(f"c must make the two mixed tokens distinct under every layer-1 pattern: "
+                                     f"c = {self.c:g} makes them collide (c must not be -1, 0 or 1)")
+
+    def _params(self) -> str:
+        return f"c={self.c:g}, layer={self.layer}" + (f", beta={self.beta:g}" if self.layer == "softmax" else "")
+
+    def _sigma(self, h):
+        if self.layer == "softmax":
+            return row_softmax(self.beta * h)
+        return hardmax.Hardmax().clean(h)
+
+    def clean(self, h):
+        """``y = sigma(A h2 A^T)`` with ``A = c I + sigma(h1)``, for ``h`` of shape ``(n, 2, T, T)``."""
+        xp = get_array_module(h)
+        A = self.c * xp.eye(h.shape[-1], dtype=h.dtype) + self._sigma(h[:, 0])
+        return self._sigma(A @ h[:, 1] @ xp.swapaxes(A, -1, -2))
+
+    # -- Bayes side: two hardmax layers, T = 2 ------------------------------------
+
+    def _require_bayes(self, T: int):
+        if self.layer != "hardmax" or T != 2:
+            raise NotImplementedError(f"DeepAttention: the Bayes side is implemented for two hardmax layers "
+                                      f"and T = 2, got layer={self.layer!r}, T={T}")
+
+    def _terms(self, y, omega, V):
+        """Per pattern: ``log a_P + log b_P`` and the gradients in ``omega_1`` (2x2) and ``omega_2`` (3 entries)."""
+        xp, y, omega, V, T = self._bayes_args(y, omega, V)
+        self._require_bayes(T)
+        t = hardmax.signs_from_output(to_host(y))
+        o1, o2 = to_host(omega[..., 0, :, :]), to_host(omega[..., 1, :, :])
+        w2 = np.stack([o2[..., 0, 0], 0.5 * (o2[..., 0, 1] + o2[..., 1, 0]), o2[..., 1, 1]], axis=-1)
+        logs, g1s, g2s = [], [], []
+        for s in PATTERNS:
+            signs = np.broadcast_to(np.array(s), t.shape)
+            L = functionals(self.c, *s)
+            C = V[1] * (L * _ENTRY_VAR) @ L.T
+            sd = np.sqrt(np.diag(C))
+            r = t[..., 0] * t[..., 1] * C[0, 1] / (sd[0] * sd[1])
+            k = t * (w2 @ L.T) / sd
+            log_b = log_bvn_cdf(k[..., 0], k[..., 1], r)
+            a1, a2 = grad_log_bvn(k[..., 0], k[..., 1], r, log_b)
+            g2 = (a1 * t[..., 0] / sd[0])[..., None] * L[0] + (a2 * t[..., 1] / sd[1])[..., None] * L[1]
+            logs.append(to_host(hardmax.log_partition(signs, o1, V[0])) + log_b)
+            g1s.append(to_host(hardmax.g_out(signs, o1, V[0])))
+            g2s.append(g2)
+        return xp, np.stack(logs, -1), np.stack(g1s, -3), np.stack(g2s, -2)
+
+    def fisher(self, q, Q0, T):
+        r"""``(F_1, F_2) = (G_1/V_1, G_2/V_2)`` at ``lambda_l = q_l/V_l`` (:func:`fisher_scaled`).
+
+        Tabulated for ``lambda_l <= LAMBDA_MAX``, that is ``V_l >= Q0_l / (1 + LAMBDA_MAX)``.
+        """
+        q, Q0, T, V = self._fisher_args(q, Q0, T)
+        self._require_bayes(T)
+        if min(V) <= 0 or max(a / b for a, b in zip(q, V)) > LAMBDA_MAX:
+            raise ValueError(f"q must satisfy q_l / (Q0_l - q_l) <= {LAMBDA_MAX:g} (the tabulated range of the "
+                             f"deep-hardmax F_out, errors V_l >= Q0_l/{1 + LAMBDA_MAX:g}), got q={q}, Q0={Q0}")
+        return tuple(fisher_scaled(self.c, q[0] / V[0], q[1] / V[1]) / np.array(V))
+
+    def _log_z_and_g(self, y, omega, V):
+        """``(xp, log Z_out, g)``: the pattern sum and the posterior-weighted pattern gradients."""
+        xp, logs, g1s, g2s = self._terms(y, omega, V)
+        top = logs.max(axis=-1, keepdims=True)
+        w = np.exp(logs - top)
+        total = w.sum(axis=-1, keepdims=True)
+        w /= total
+        g1 = (w[..., None, None] * g1s).sum(axis=-3)
+        e = (w[..., None] * g2s).sum(axis=-2)
+        g2 = np.stack([np.stack([e[..., 0], e[..., 1]], -1), np.stack([e[..., 1], e[..., 2]], -1)], -2)
+        return xp, (top + np.log(total))[..., 0], np.stack([g1, g2], axis=-3)
+
+    def log_partition(self, y, omega, V):
+        """``log Z_out``: the log-probability of the output signs, summed over the four latent patterns."""
+        xp, logz, _ = self._log_z_and_g(y, omega, V)
+        return to_device(logz, xp)
+
+    def g_out(self, y, omega, V):
+        """``(g_1, g_2)``, each symmetric ``2 x 2``, stacked on axis ``-3``: posterior-weighted pattern gradients."""
+        xp, _, g = self._log_z_and_g(y, omega, V)
+        return to_device(g, xp)
+
+
+# -- F_l: deterministic quasi-Monte Carlo over omega, exact sum over the outputs ---------
+
+SOBOL_LOG2 = 12       # 2^12 scrambled Sobol points for the six omega entries
+CHEB_DEG = 10         # degree of the 2-d Chebyshev interpolant of log G_l per axis
+LAMBDA_MAX = 1e3      # largest q_l / V_l tabulated (errors down to about 1e-3)
+_X_MIN = 1.0 / np.sqrt(1.0 + LAMBDA_MAX)
+
+
+@lru_cache(maxsize=1)
+def _sobol_normals():
+    from scipy.stats import norm, qmc
+
+    return norm.ppf(qmc.Sobol(d=6, scramble=True, seed=20251130).random_base2(SOBOL_LOG2))
+
+
+def fisher_scaled_direct(channel: "DeepAttention", lam1: float, lam2: float) -> np.ndarray:
+    r"""``(G_1, G_2)`` with ``F_l = G_l(lambda_1, lambda_2) / V_l``, ``lambda_l = q_l / V_l``.
+
+    ``g_l`` scales as ``V_l^{-1/2}`` times a function of ``omega_l / sqrt(V_l)``, so at
+    ``V = (1, 1)`` and ``omega_l ~ N(0, lambda_l Sigma)``:
+    ``G_l = 2 sum_{a<=b} Sigma_ab E_omega sum_y Z_out(y) g_{l,ab}(y)^2``, the four
+    outputs summed exactly and ``omega`` averaged over scrambled Sobol points
+    (fixed scramble: a deterministic function of ``lambda``).
+    """
+    z = _sobol_normals()
+    sd = np.sqrt(_ENTRY_VAR)
+    omega = np.zeros((len(z), 2, 2, 2))
+    for ell, lam in enumerate((lam1, lam2)):
+        e = z[:, 3 * ell:3 * ell + 3] * sd * np.sqrt(lam)
+        omega[:, ell] = np.stack([np.stack([e[:, 0], e[:, 1]], -1), np.stack([e[:, 1], e[:, 2]], -1)], -2)
+    G = np.zeros(2)
+    for t in PATTERNS:
+        y = np.broadcast_to(hardmax.output_from_signs(np.array(t)), (len(z), 2, 2))
+        _, logz, g = channel._log_z_and_g(y, omega, (1.0, 1.0))
+        p = np.exp(logz)
+        G += 2 * np.mean(p[:, None] * (2 * g[..., 0, 0] ** 2 + g[..., 0, 1] ** 2 + 2 * g[..., 1, 1] ** 2), axis=0)
+    return G
+
+
+@lru_cache(maxsize=16)
+def _cheb(c: float):
+    """Chebyshev coefficients of ``log G_l`` in ``x_l = 1/sqrt(1 + lambda_l)``, per layer."""
+    ch = DeepAttention(c=c)
+    u = np.cos(np.pi * (np.arange(CHEB_DEG + 1) + 0.5) / (CHEB_DEG + 1))
+    lam = 1.0 / (_X_MIN + (1.0 - _X_MIN) * (u + 1) / 2) ** 2 - 1.0
+    vals = np.array([[np.log(fisher_scaled_direct(ch, max(a, 0.0), max(b, 0.0))) for b in lam] for a in lam])
+    Vinv = np.linalg.inv(np.polynomial.chebyshev.chebvander(u, CHEB_DEG))   # tensor grid: C = V^-1 F V^-T
+    return [Vinv @ vals[..., ell] @ Vinv.T for ell in range(2)]
+
+
+def fisher_scaled(c: float, lam1: float, lam2: float) -> np.ndarray:
+    """``(G_1, G_2)`` from the cached interpolant (built once per ``c``, about 40 s on one core).
+
+    Accuracy against :func:`fisher_scaled_direct`: 0.1 % for ``lambda_l <= 50``
+    (errors ``E_S >= Q0/51``), about 1 % for ``lambda_l`` in ``[100, 1000]``.
+    """
+    x = 1.0 / np.sqrt(1.0 + np.array([lam1, lam2]))
+    u = 2.0 * (x - _X_MIN) / (1.0 - _X_MIN) - 1.0
+    return np.exp([np.polynomial.chebyshev.chebval2d(u[0], u[1], C) for C in _cheb(float(c))])

@@ -1,0 +1,153 @@
+"""Two attention layers as one AIM (aimlib.channels.deep_hardmax): forward map, exact Bayes side, SE, AMP."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from aimlib import amp, cli, model
+from aimlib import state_evolution as se
+from aimlib.channels import DeepAttention, Hardmax, deep_hardmax as dh, hardmax, sample_indices, sigma2
+
+V = (0.7, 0.4)
+OUTPUTS = [(1.0, 1.0), (1.0, -1.0), (-1.0, 1.0), (-1.0, -1.0)]
+
+
+def _measure(ch, n, q, Q0, seed):
+    """``(omega, h, y)`` with ``omega_l ~ N(0, q_l Sigma)``, ``h_l ~ N(omega_l, (Q0_l - q_l) Sigma)``."""
+    rng = np.random.default_rng(seed)
+    omega = np.stack([sample_indices(n, 2, q[ell], rng) for ell in range(2)], axis=1)
+    h = omega + np.stack([sample_indices(n, 2, Q0[ell] - q[ell], rng) for ell in range(2)], axis=1)
+    return omega, h, ch(h)
+
+
+def test_the_network_is_an_aim_up_to_the_trace_term():
+    """y from the updated tokens X_1 = A X equals the channel of the original indices, once the trace is removed."""
+    d, T, c = 60, 3, 0.5
+    S = np.stack([model.sample_teacher(d, 0.5, seed=s) for s in (1, 2)])
+    X = model.sample_tokens(200, T, d, seed=3)
+    h = model.attention_indices(X, S)
+    for layer in ("hardmax", "softmax"):
+        ch = DeepAttention(c=c, layer=layer, beta=2.0)
+        A = c * np.eye(T) + ch._sigma(h[:, 0])
+        X1 = A @ X
+        literal = X1 @ S[1] @ np.swapaxes(X1, 1, 2) / np.sqrt(d)
+        trace = np.trace(S[1]) / np.sqrt(d) * (A @ np.swapaxes(A, 1, 2))
+        assert np.allclose(literal - trace, A @ h[:, 1] @ np.swapaxes(A, 1, 2))
+        assert np.allclose(ch(h), ch._sigma(literal - trace))
+
+
+def test_the_literal_form_is_decided_by_layer_one_as_d_grows():
+    """With the trace kept, (Tr S/sqrt d) A A^T dominates: the hardmax output no longer depends on layer 2."""
+    d, T, c = 400, 2, 0.5
+    S = np.stack([model.sample_teacher(d, 0.5, seed=s) for s in (4, 5)])
+    X = model.sample_tokens(300, T, d, seed=6)
+    h = model.attention_indices(X, S)
+    ch = DeepAttention(c=c)
+    A = c * np.eye(T) + ch._sigma(h[:, 0])
+    AAt = A @ np.swapaxes(A, 1, 2)
+    literal = ch._sigma(A @ h[:, 1] @ np.swapaxes(A, 1, 2) + np.trace(S[1]) / np.sqrt(d) * AAt)
+    assert np.mean(literal == ch._sigma(AAt)) > 0.97      # layer 1 alone fixes the output
+    assert np.mean(ch(h) == ch._sigma(AAt)) < 0.9          # the centred network does not
+
+
+@pytest.mark.parametrize("c", [-1.0, 0.0, 1.0])
+def test_residuals_that_make_tokens_collide_are_refused(c):
+    with pytest.raises(ValueError, match="c must make the two mixed tokens distinct"):
+        DeepAttention(c=c)
+
+
+def test_output_probabilities_match_the_forward_map():
+    ch = DeepAttention(c=0.5)
+    omega, _, _ = _measure(ch, 1, (0.8, 1.1), (1.5, 1.5), seed=0)
+    rng = np.random.default_rng(1)
+    N = 200_000
+    h = omega + np.stack([sample_indices(N, 2, V[ell], rng) for ell in range(2)], axis=1)
+    t = hardmax.signs_from_output(ch(h))
+    total = 0.0
+    for s in OUTPUTS:
+        p = float(np.exp(ch.log_partition(hardmax.output_from_signs(np.array([s])), omega, V))[0])
+        emp = np.mean((t[:, 0] == s[0]) & (t[:, 1] == s[1]))
+        assert emp == pytest.approx(p, abs=4 * np.sqrt(p * (1 - p) / N) + 1e-4)
+        total += p
+    assert total == pytest.approx(1.0, abs=1e-12)
+
+
+def test_g_out_is_the_gradient_of_log_partition_for_both_layers():
+    ch = DeepAttention(c=2.0)
+    omega, _, y = _measure(ch, 6, (0.8, 1.1), (1.5, 1.5), seed=2)
+    g = ch.g_out(y, omega, V)
+    eps = 1e-6
+    for ell in range(2):
+        for a, b in [(0, 0), (0, 1), (1, 1)]:
+            E = np.zeros_like(omega)
+            E[:, ell, a, b] = E[:, ell, b, a] = eps
+            fd = (ch.log_partition(y, omega + E, V) - ch.log_partition(y, omega - E, V)) / (2 * eps)
+            assert np.allclose(g[:, ell, a, b], fd, atol=1e-7)
+
+
+def test_a_certain_first_layer_reduces_to_one_hardmax_layer_on_the_mixed_indices():
+    """omega_1 far inside one pattern: Z_out is the orthant probability of that pattern's layer 2 alone."""
+    ch = DeepAttention(c=0.5)
+    omega, _, y = _measure(ch, 4, (0.8, 1.1), (1.5, 1.5), seed=3)
+    omega[:, 0] = np.array([[60.0, 0.0], [0.0, 60.0]])      # s = (+, +): P = I, A = (1 + c) I
+    A = 1.5 * np.eye(2)
+    mixed = A @ omega[:, 1] @ A.T
+    one_layer = hardmax.log_partition(y, mixed, V[1] * 1.5**4)   # H = 2.25 h2: variances scale by 2.25^2
+    assert np.allclose(ch.log_partition(y, omega, V), one_layer, atol=1e-9)
+
+
+@pytest.mark.parametrize("c", [0.5, -0.5])
+def test_nishimori_per_layer_and_vanishing_cross_term(c):
+    """E[g_l g_l^T] = -E[dg_l/domega_l] (per layer) and 2 sum Sigma E[g_1 g_2] = 0, within Monte Carlo error."""
+    ch, q, Q0, n = DeepAttention(c=c), (0.8, 0.8), (1.5, 1.5), 60_000
+    omega, _, y = _measure(ch, n, q, Q0, seed=4)
+    Vq = tuple(a - b for a, b in zip(Q0, q))
+    g = ch.g_out(y, omega, Vq)
+    iu = np.triu_indices(2)
+    w = sigma2(2)[iu]
+    G = [g[:, ell][:, iu[0], iu[1]] for ell in range(2)]
+    for ell in range(2):
+        lhs = np.mean(G[ell][:, 0] ** 2)
+        E = np.zeros_like(omega[:4000])
+        E[:, ell, 0, 0] = 1e-5
+        dg = (ch.g_out(y[:4000], omega[:4000] + E, Vq) - ch.g_out(y[:4000], omega[:4000] - E, Vq))[:, ell, 0, 0] / 2e-5
+        assert lhs == pytest.approx(-np.mean(dg), rel=0.06)
+    cross = 2 * np.sum(w * G[0] * G[1], axis=1)
+    assert abs(cross.mean()) < 4 * cross.std() / np.sqrt(n)
+    F = ch.fisher(q, Q0, 2)
+    for ell in range(2):
+        mc = 2 * np.sum(w * G[ell] ** 2, axis=1)
+        assert F[ell] == pytest.approx(mc.mean(), abs=4 * mc.std() / np.sqrt(n) + 0.01 * F[ell])
+
+
+def test_the_fisher_interpolant_against_its_quadrature():
+    ch = DeepAttention(c=0.5)
+    for lam, rel in [((0.0, 0.0), 2e-3), ((0.7, 3.0), 2e-3), ((40.0, 0.2), 2e-3), ((300.0, 150.0), 2e-2)]:
+        assert dh.fisher_scaled(0.5, *lam) == pytest.approx(dh.fisher_scaled_direct(ch, *lam), rel=rel)
+    with pytest.raises(ValueError, match="tabulated range"):
+        ch.fisher((1.4999, 0.5), (1.5, 1.5), 2)
+
+
+def test_state_evolution_layer_two_is_learned_first_and_the_cli_prints_both_layers(capsys):
+    ch = DeepAttention(c=0.5)
+    c = se.curve([0.1, 0.5, 1.0, 2.0], ch, T=2, rho=(0.5, 0.5), tol=1e-10)
+    assert c.mmse.shape == (4, 2) and np.all(np.diff(c.mmse, axis=0) < 0)
+    assert np.all(c.mmse[:, 1] < c.mmse[:, 0]) and np.all((c.mmse > 0) & (c.mmse < 1))
+    assert cli.main(["se", "--channel", "deep-hardmax", "--layers", "2", "--rho", "0.5", "0.5", "--c", "0.5",
+                     "--alpha", "1.0"]) == 0
+    header, row = capsys.readouterr().out.strip().splitlines()
+    assert header == "alpha,mmse_1,mmse_2,q_1,q_2"
+    assert [float(x) for x in row.split(",")[1:3]] == pytest.approx(list(c.mmse[2]), abs=1e-8)
+
+
+def test_gamp_rie_with_two_denoisers_lands_on_the_two_layer_state_evolution():
+    """d = 80, alpha = 1: each layer within 0.06 of the SE (the one-layer tolerance at this d)."""
+    ch = DeepAttention(c=0.5)
+    run = amp.run_amp(ch, 2, (0.5, 0.5), 1.0, 80, seed=0)
+    expected = se.fixed_point(1.0, ch, T=2, rho=(0.5, 0.5), tol=1e-10).mmse
+    assert run["converged"] and run["mmse"] == pytest.approx(expected, abs=0.06)
+
+
+def test_the_forward_map_of_hardmax_layers_uses_the_one_layer_channel():
+    h = sample_indices(50, 3, 1.0, 7)
+    assert np.array_equal(DeepAttention(c=0.3)._sigma(h), Hardmax().clean(h))
