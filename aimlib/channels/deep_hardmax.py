@@ -34,7 +34,8 @@ from ._bivariate import grad_log_bvn, log_bvn_cdf
 from .base import Channel
 from .softmax import check_beta, row_softmax
 
-__all__ = ["DeepAttention", "PATTERNS", "functionals", "fisher_scaled", "fisher_scaled_direct"]
+__all__ = ["DeepAttention", "PATTERNS", "functionals", "fisher_scaled", "fisher_scaled_direct", "limit_map",
+           "limit_error"]
 
 #: the four layer-1 sign patterns ``(s_1, s_2)`` of ``T = 2``
 PATTERNS = ((1.0, 1.0), (1.0, -1.0), (-1.0, 1.0), (-1.0, -1.0))
@@ -224,3 +225,43 @@ def fisher_scaled(c: float, lam1: float, lam2: float) -> np.ndarray:
     x = 1.0 / np.sqrt(1.0 + np.array([lam1, lam2]))
     u = 2.0 * (x - _X_MIN) / (1.0 - _X_MIN) - 1.0
     return np.exp([np.polynomial.chebyshev.chebval2d(u[0], u[1], C) for C in _cheb(float(c))])
+
+
+# -- the rho -> 0 limit at fixed alpha_bar = alpha / rho (both layers) ------------------
+
+def limit_map(E, alpha_bar: float, c: float) -> np.ndarray:
+    r"""One step of the two-layer state evolution as ``rho_1 = rho_2 = rho -> 0`` at fixed ``alpha_bar = alpha/rho``.
+
+    Per layer, as for one hardmax layer: ``E_l -> 1 - (1 - delta_l)_+^2`` with
+    ``delta_l = 1/(alpha_bar F_l)``, ``F_l = G_l(lambda_1, lambda_2) / E_l`` and
+    ``lambda_l = (1 - E_l)/E_l`` (``Q0 -> 1``, ``V_l = E_l``): each prior has become a
+    vanishing-rank-fraction spike whose Bayes error is the BBP formula.
+    """
+    E = np.asarray(E, dtype=float)
+    if E.shape != (2,) or not np.all((E > 0) & (E <= 1)):
+        raise ValueError(f"E must hold two errors in (0, 1], got {E!r}")
+    alpha_bar = v.positive("alpha_bar", alpha_bar)
+    lam = np.minimum((1.0 - E) / E, LAMBDA_MAX)
+    delta = E / (alpha_bar * fisher_scaled(c, *lam))
+    return 1.0 - np.maximum(1.0 - delta, 0.0) ** 2
+
+
+def limit_error(alpha_bar: float, c: float, *, tol: float = 1e-10, max_iter: int = 20_000,
+                on_max_iter: str = "raise") -> np.ndarray:
+    """Fixed point ``(E_1, E_2)`` of :func:`limit_map` from the uninformative start ``E = (1, 1)``.
+
+    At ``max_iter`` the rule of :mod:`aimlib.errors` applies (``on_max_iter``).
+    """
+    from ..errors import check_on_max_iter, max_iter_reached
+
+    max_iter = v.integer("max_iter", max_iter, minimum=1)
+    check_on_max_iter(on_max_iter)
+    E = np.ones(2)
+    for _ in range(max_iter):
+        E_new = np.maximum(limit_map(E, alpha_bar, c), 1.0 / (1.0 + LAMBDA_MAX))
+        if np.max(np.abs(E_new - E)) <= tol:
+            return E_new
+        E = E_new
+    max_iter_reached(f"the rho -> 0 two-layer SE did not converge at alpha_bar={alpha_bar} in {max_iter} "
+                     f"iterations (last E={E.tolist()})", on_max_iter)
+    return E
