@@ -59,6 +59,9 @@ def test_every_page_renders_cleanly(site, chromium):
         page, ctx, seen = visit(chromium, base, path)
         report = page.evaluate(
             """() => {
+              // A Markdown table shown as text: a row "| ... |" followed by a rule "|---|---|"
+              // (whose dashes Sphinx's smart quotes may have made into en or em dashes).
+              const RAW_TABLE = /\\|[^|\\n]*\\|\\s*\\|(?:[ \\t]*:?[-\\u2013\\u2014]+:?[ \\t]*\\|)+/g;
               const math = [...document.querySelectorAll('div.math, span.math')];
               const imgs = [...document.querySelectorAll('article img')];
               const text = document.querySelector('article')?.innerText ?? '';
@@ -83,6 +86,7 @@ def test_every_page_renders_cleanly(site, chromium):
                 wideEquations: [...document.querySelectorAll('article mjx-container[display="true"]')]
                     .filter(m => m.scrollWidth > m.clientWidth + 2)
                     .map(m => `${texOf(m)} (${m.scrollWidth}/${m.clientWidth}px)`),
+                rawTables: text.match(RAW_TABLE) || [],
               };
             }"""
         )
@@ -92,7 +96,7 @@ def test_every_page_renders_cleanly(site, chromium):
         for key in ("merror", "rawDollars"):
             if report[key]:
                 problems[key] = report[key]
-        for key in ("brokenImages", "danglingRefs", "unresolved", "wideEquations"):
+        for key in ("brokenImages", "danglingRefs", "unresolved", "wideEquations", "rawTables"):
             if report[key]:
                 problems[key] = report[key][:5]
         if problems:
@@ -160,3 +164,13 @@ def test_exercise_solution_is_a_dropdown(site, chromium):
     sol = page.locator("details.solution, .solution.dropdown, details.dropdown").first
     assert sol.count() == 1
     ctx.close()
+
+
+def test_performance_tables_are_rendered(site, chromium):
+    """The benchmark tables that cells display as Markdown are HTML tables."""
+    base, _ = site
+    page, ctx, _ = visit(chromium, base, "book/performance.html")
+    assert page.locator("article .cell_output table").count() >= 4
+    assert page.locator("article .cell_output table tbody tr").count() >= 8
+    ctx.close()
+
