@@ -1,4 +1,4 @@
-"""The strict book build: every chapter executes, no Sphinx warning, no CDN."""
+"""The strict book build: every chapter executes, no Sphinx warning, no CDN; what a reader downloads."""
 import re
 
 import pytest
@@ -39,3 +39,21 @@ def test_mathjax_is_vendored(built_book):
     _, html = built_book
     assert (html / "_static" / "mathjax" / "tex-chtml.js").exists()
     assert "_static/mathjax/tex-chtml.js" in (html / "book" / "model.html").read_text()
+
+
+def test_every_chapter_offers_its_executed_notebook(built_book):
+    """The download menu of each chapter links the notebook that the build executed."""
+    import nbformat
+
+    _, site = built_book
+    for path in toc_files():
+        rel = path.relative_to(ROOT).with_suffix("")
+        page = (site / f"{rel}.html").read_text()
+        href = f"../_sources/{rel}.ipynb"
+        assert re.search(rf'<a href="{re.escape(href)}"[^>]*btn-download-notebook-button', page), f"{rel}: no .ipynb download"
+        notebook = nbformat.read(site / "_sources" / f"{rel}.ipynb", as_version=4)
+        nbformat.validate(notebook)
+        code = [c for c in notebook.cells if c.cell_type == "code"]
+        if "{code-cell}" in path.read_text():
+            assert code and all(c.execution_count for c in code), f"{rel}: cells not executed"
+            assert any(c.outputs for c in code), f"{rel}: no outputs"

@@ -5,6 +5,7 @@ See ``browser_support`` for what is needed and the skip/fail policy.
 from __future__ import annotations
 
 import re
+from urllib.parse import urljoin
 
 import pytest
 
@@ -172,5 +173,21 @@ def test_performance_tables_are_rendered(site, chromium):
     page, ctx, _ = visit(chromium, base, "book/performance.html")
     assert page.locator("article .cell_output table").count() >= 4
     assert page.locator("article .cell_output table tbody tr").count() >= 8
+    ctx.close()
+
+
+def test_chapter_downloads_as_its_executed_notebook(site, chromium):
+    import nbformat
+
+    base, _ = site
+    page, ctx, _ = visit(chromium, base, "book/model.html")
+    link = page.locator("a.btn-download-notebook-button")
+    assert link.count() == 1
+    response = page.request.get(urljoin(page.url, link.get_attribute("href")))
+    assert response.ok
+    notebook = nbformat.reads(response.text(), as_version=4)
+    nbformat.validate(notebook)
+    code = [c for c in notebook.cells if c.cell_type == "code"]
+    assert code and all(c.execution_count for c in code) and any(c.outputs for c in code)
     ctx.close()
 
