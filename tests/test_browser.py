@@ -37,9 +37,9 @@ def _pages(html):
     return pages + ["search.html", "genindex.html"]
 
 
-def visit(chromium, base, path):
+def visit(chromium, base, path, width=1280):
     """Load a page with every off-site request aborted; return what happened."""
-    ctx = chromium.new_context(viewport={"width": 1280, "height": 900})
+    ctx = chromium.new_context(viewport={"width": width, "height": 900})
     page = ctx.new_page()
     seen = watch(page, base)
     page.goto(f"{base}/{path}", wait_until="load")
@@ -191,3 +191,37 @@ def test_chapter_downloads_as_its_executed_notebook(site, chromium):
     assert code and all(c.execution_count for c in code) and any(c.outputs for c in code)
     ctx.close()
 
+
+@pytest.mark.parametrize("width", [1280, 800])
+@pytest.mark.parametrize("path", ["book/model.html", "search.html"])
+def test_one_search_box(site, chromium, path, width):
+    """One way to search is shown, on a wide screen (sidebar) and a narrow one (header button)."""
+    base, _ = site
+    page, ctx, _ = visit(chromium, base, path, width)
+    shown = page.evaluate(
+        """() => [...document.querySelectorAll('.search-button__button, form.bd-search')]
+            .filter(e => e.checkVisibility()).map(e => e.className)"""
+    )
+    assert len(shown) == 1, shown
+    ctx.close()
+
+
+@pytest.mark.parametrize("query", ["threshold", "recovery"])
+def test_search_results_are_plain_text(site, chromium, query):
+    """Titles and snippets of search results show no TeX source (of math, or of plot labels in code)."""
+    base, _ = site
+    page, ctx, seen = visit(chromium, base, f"search.html?q={query}")
+    page.wait_for_function(
+        """() => {
+          const items = [...document.querySelectorAll('#search-results ul.search li')];
+          return items.length > 0 && items.every(li => li.querySelector('p.context'));
+        }""",
+        timeout=60_000,
+    )
+    results = page.evaluate("() => [...document.querySelectorAll('#search-results ul.search li')].map(li => li.innerText)")
+    assert len(results) >= 3
+    assert all(query in r.lower() for r in results), "snippets not at the query word"
+    tex = [r for r in results if re.search(r"\\[A-Za-z]+|\\[()[\]]|\$", r)]
+    assert not tex, "\n---\n".join(tex[:3])
+    assert not {k: v for k, v in seen.items() if v}
+    ctx.close()
