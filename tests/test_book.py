@@ -88,6 +88,23 @@ def test_bibliography_labels_match_the_citations(built_book):
     assert seen >= len(labels)
 
 
+def test_citation_file_names_this_release():
+    """CITATION.cff and the README's BibTeX cite the book at the version of pyproject.toml."""
+    import tomllib
+
+    import yaml
+
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert cff["version"] == cff["preferred-citation"]["version"] == version
+    assert cff["license"] == cff["preferred-citation"]["license"] == "MIT"
+    assert cff["preferred-citation"]["type"] == "book"
+    assert cff["authors"] == cff["preferred-citation"]["authors"] == [{"name": "The AIM book developers"}]
+    bibtex = re.search(r"```bibtex\n(@book\{.*?\n\})\n```", (ROOT / "README.md").read_text(), re.S)
+    assert bibtex, "README.md has no BibTeX entry of the book"
+    assert re.search(r"version\s*=\s*\{" + re.escape(version) + r"\}", bibtex.group(1))
+
+
 def test_every_chapter_offers_its_executed_notebook(built_book):
     """The download menu of each chapter links the notebook that the build executed."""
     import nbformat
