@@ -1,4 +1,5 @@
-"""The strict book build: every chapter executes, no Sphinx warning, no CDN."""
+"""The strict book build: every chapter executes, no Sphinx warning, no CDN; what a reader downloads and cites."""
+import html
 import re
 
 import pytest
@@ -39,3 +40,84 @@ def test_mathjax_is_vendored(built_book):
     _, html = built_book
     assert (html / "_static" / "mathjax" / "tex-chtml.js").exists()
     assert "_static/mathjax/tex-chtml.js" in (html / "book" / "model.html").read_text()
+
+
+# Entries of book/references.bib for which no DOI or arXiv id could be verified.
+UNLINKED_REFERENCES = {"nishimori2001statistical"}
+
+
+def _text(fragment: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", fragment)).strip()
+
+
+def test_every_reference_links_to_its_source(built_book):
+    """Each bibliography entry carries a DOI or an arXiv id, rendered as a link."""
+    from pybtex.database import parse_file
+
+    entries = parse_file(ROOT / "book" / "references.bib").entries
+    unlinked = {key for key, e in entries.items() if not {"doi", "eprint", "url"} & set(map(str.lower, e.fields))}
+    assert unlinked == UNLINKED_REFERENCES
+    for key, entry in entries.items():
+        if "eprint" in entry.fields:
+            assert entry.fields.get("archivePrefix") == "arXiv", key
+    _, site = built_book
+    citations = re.findall(r'<div class="citation"[^>]*>(.*?)</div>', (site / "book" / "references.html").read_text(), re.S)
+    linked = [c for c in citations if re.search(r'class="reference external" href="https://(?:doi|arxiv)\.org/', c)]
+    assert len(citations) == len(entries)
+    assert len(linked) == len(entries) - len(UNLINKED_REFERENCES)
+
+
+def test_bibliography_labels_match_the_citations(built_book):
+    """A citation in the text reads as its entry's label: "[Vaswani et al., 2017]" or "Vaswani et al. [2017]"."""
+    _, site = built_book
+    refs = (site / "book" / "references.html").read_text()
+    labels = {i: _text(label).strip("[]") for i, label in re.findall(
+        r'<div class="citation" id="([^"]+)"[^>]*>\s*<span class="label">(.*?)</span>\s*</span>', refs, re.S)}
+    assert labels and all(re.search(r", \d{4}[a-z]?$", label) for label in labels.values()), labels
+    assert len(set(labels.values())) == len(labels)
+    seen = 0
+    for page in sorted((site / "book").glob("*.html")):
+        for span in re.findall(r'<span class="bibtex-citation"[^>]*>(.*?)</span>', page.read_text(), re.S):
+            links = re.findall(r'<a class="reference internal" href="references\.html#([^"]+)"[^>]*>(.*?)</a>', span, re.S)
+            assert links, f"{page.name}: unresolved citation {_text(span)!r}"
+            for target, text in links:
+                label, text = labels[target], _text(text)
+                who, _, year = label.rpartition(", ")
+                assert text == label or (text == year and _text(span) == f"{who} [{year}]"), (page.name, _text(span), label)
+                seen += 1
+    assert seen >= len(labels)
+
+
+def test_citation_file_names_this_release():
+    """CITATION.cff and the README's BibTeX cite the book at the version of pyproject.toml."""
+    import tomllib
+
+    import yaml
+
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert cff["version"] == cff["preferred-citation"]["version"] == version
+    assert cff["license"] == cff["preferred-citation"]["license"] == "MIT"
+    assert cff["preferred-citation"]["type"] == "book"
+    assert cff["authors"] == cff["preferred-citation"]["authors"] == [{"name": "The AIM book developers"}]
+    bibtex = re.search(r"```bibtex\n(@book\{.*?\n\})\n```", (ROOT / "README.md").read_text(), re.S)
+    assert bibtex, "README.md has no BibTeX entry of the book"
+    assert re.search(r"version\s*=\s*\{" + re.escape(version) + r"\}", bibtex.group(1))
+
+
+def test_every_chapter_offers_its_executed_notebook(built_book):
+    """The download menu of each chapter links the notebook that the build executed."""
+    import nbformat
+
+    _, site = built_book
+    for path in toc_files():
+        rel = path.relative_to(ROOT).with_suffix("")
+        page = (site / f"{rel}.html").read_text()
+        href = f"../_sources/{rel}.ipynb"
+        assert re.search(rf'<a href="{re.escape(href)}"[^>]*btn-download-notebook-button', page), f"{rel}: no .ipynb download"
+        notebook = nbformat.read(site / "_sources" / f"{rel}.ipynb", as_version=4)
+        nbformat.validate(notebook)
+        code = [c for c in notebook.cells if c.cell_type == "code"]
+        if "{code-cell}" in path.read_text():
+            assert code and all(c.execution_count for c in code), f"{rel}: cells not executed"
+            assert any(c.outputs for c in code), f"{rel}: no outputs"

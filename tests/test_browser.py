@@ -5,6 +5,7 @@ See ``browser_support`` for what is needed and the skip/fail policy.
 from __future__ import annotations
 
 import re
+from urllib.parse import urljoin
 
 import pytest
 
@@ -36,9 +37,9 @@ def _pages(html):
     return pages + ["search.html", "genindex.html"]
 
 
-def visit(chromium, base, path):
+def visit(chromium, base, path, width=1280):
     """Load a page with every off-site request aborted; return what happened."""
-    ctx = chromium.new_context(viewport={"width": 1280, "height": 900})
+    ctx = chromium.new_context(viewport={"width": width, "height": 900})
     page = ctx.new_page()
     seen = watch(page, base)
     page.goto(f"{base}/{path}", wait_until="load")
@@ -59,6 +60,9 @@ def test_every_page_renders_cleanly(site, chromium):
         page, ctx, seen = visit(chromium, base, path)
         report = page.evaluate(
             """() => {
+              // A Markdown table shown as text: a row "| ... |" followed by a rule "|---|---|"
+              // (whose dashes Sphinx's smart quotes may have made into en or em dashes).
+              const RAW_TABLE = /\\|[^|\\n]*\\|\\s*\\|(?:[ \\t]*:?[-\\u2013\\u2014]+:?[ \\t]*\\|)+/g;
               const math = [...document.querySelectorAll('div.math, span.math')];
               const imgs = [...document.querySelectorAll('article img')];
               const text = document.querySelector('article')?.innerText ?? '';
@@ -83,6 +87,7 @@ def test_every_page_renders_cleanly(site, chromium):
                 wideEquations: [...document.querySelectorAll('article mjx-container[display="true"]')]
                     .filter(m => m.scrollWidth > m.clientWidth + 2)
                     .map(m => `${texOf(m)} (${m.scrollWidth}/${m.clientWidth}px)`),
+                rawTables: text.match(RAW_TABLE) || [],
               };
             }"""
         )
@@ -92,7 +97,7 @@ def test_every_page_renders_cleanly(site, chromium):
         for key in ("merror", "rawDollars"):
             if report[key]:
                 problems[key] = report[key]
-        for key in ("brokenImages", "danglingRefs", "unresolved", "wideEquations"):
+        for key in ("brokenImages", "danglingRefs", "unresolved", "wideEquations", "rawTables"):
             if report[key]:
                 problems[key] = report[key][:5]
         if problems:
@@ -159,4 +164,64 @@ def test_exercise_solution_is_a_dropdown(site, chromium):
     page, ctx, _ = visit(chromium, base, "book/model.html")
     sol = page.locator("details.solution, .solution.dropdown, details.dropdown").first
     assert sol.count() == 1
+    ctx.close()
+
+
+def test_performance_tables_are_rendered(site, chromium):
+    """The benchmark tables that cells display as Markdown are HTML tables."""
+    base, _ = site
+    page, ctx, _ = visit(chromium, base, "book/performance.html")
+    assert page.locator("article .cell_output table").count() >= 4
+    assert page.locator("article .cell_output table tbody tr").count() >= 8
+    ctx.close()
+
+
+def test_chapter_downloads_as_its_executed_notebook(site, chromium):
+    import nbformat
+
+    base, _ = site
+    page, ctx, _ = visit(chromium, base, "book/model.html")
+    link = page.locator("a.btn-download-notebook-button")
+    assert link.count() == 1
+    response = page.request.get(urljoin(page.url, link.get_attribute("href")))
+    assert response.ok
+    notebook = nbformat.reads(response.text(), as_version=4)
+    nbformat.validate(notebook)
+    code = [c for c in notebook.cells if c.cell_type == "code"]
+    assert code and all(c.execution_count for c in code) and any(c.outputs for c in code)
+    ctx.close()
+
+
+@pytest.mark.parametrize("width", [1280, 800])
+@pytest.mark.parametrize("path", ["book/model.html", "search.html"])
+def test_one_search_box(site, chromium, path, width):
+    """One way to search is shown, on a wide screen (sidebar) and a narrow one (header button)."""
+    base, _ = site
+    page, ctx, _ = visit(chromium, base, path, width)
+    shown = page.evaluate(
+        """() => [...document.querySelectorAll('.search-button__button, form.bd-search')]
+            .filter(e => e.checkVisibility()).map(e => e.className)"""
+    )
+    assert len(shown) == 1, shown
+    ctx.close()
+
+
+@pytest.mark.parametrize("query", ["threshold", "recovery"])
+def test_search_results_are_plain_text(site, chromium, query):
+    """Titles and snippets of search results show no TeX source (of math, or of plot labels in code)."""
+    base, _ = site
+    page, ctx, seen = visit(chromium, base, f"search.html?q={query}")
+    page.wait_for_function(
+        """() => {
+          const items = [...document.querySelectorAll('#search-results ul.search li')];
+          return items.length > 0 && items.every(li => li.querySelector('p.context'));
+        }""",
+        timeout=60_000,
+    )
+    results = page.evaluate("() => [...document.querySelectorAll('#search-results ul.search li')].map(li => li.innerText)")
+    assert len(results) >= 3
+    assert all(query in r.lower() for r in results), "snippets not at the query word"
+    tex = [r for r in results if re.search(r"\\[A-Za-z]+|\\[()[\]]|\$", r)]
+    assert not tex, "\n---\n".join(tex[:3])
+    assert not {k: v for k, v in seen.items() if v}
     ctx.close()
