@@ -2,7 +2,8 @@ r"""The hardmax (``T = 2``) output function of the published code, kept for comp
 
 The code published with Boncoraglio, Troiani, Erba and Zdeborová (NeurIPS 2025;
 repository ``FabrizioBoncoraglio/BO_ExtensiveRankAttention``: ``SE_hardmax.py``,
-function ``sum_G_squared_hard``, and ``AMP_hardmax.py``, function ``gOut``)
+function ``sum_G_squared_hard``, lines 75-103; ``SE_hardmax_rho=0.py``, the same
+function; ``AMP_hardmax.py``, function ``gOut``, lines 137-163; commit ``5f1b99c``)
 uses, in the notation of :mod:`aimlib.channels.hardmax`,
 
 .. math::  g^{\rm pub}_{ii} = \frac{s_i R}{\sqrt{3V}},\qquad g^{\rm pub}_{12} = -(g^{\rm pub}_{11} + g^{\rm pub}_{22}),
@@ -24,11 +25,12 @@ from .. import _validate as v
 from ..backend import to_device
 from . import hardmax as hm
 from ._bivariate import log_bvn_cdf
+from .base import sample_se_measure
 from .hardmax import CORRELATION, Hardmax
 
-__all__ = ["PublishedHardmax", "log_bvn_pdf", "published_g_out", "published_fisher_scaled",
-           "published_fisher", "published_threshold", "threshold_standard_error", "nishimori_terms", "PUBLISHED_THRESHOLD",
-           "PUBLISHED_SE", "PUBLISHED_AMP", "PUBLISHED_MC_SAMPLES"]
+__all__ = ["PublishedHardmax", "published_g_out", "published_fisher_scaled", "published_fisher",
+           "published_threshold", "threshold_standard_error", "nishimori_terms",
+           "PUBLISHED_THRESHOLD", "PUBLISHED_SE", "PUBLISHED_AMP", "PUBLISHED_MC_SAMPLES"]
 
 #: the published weak-recovery threshold of the ``rho -> 0`` limit (Boncoraglio et al. 2025)
 PUBLISHED_THRESHOLD = 0.5635
@@ -46,7 +48,7 @@ PUBLISHED_AMP = ((0.105906, 0.8557, 0.0532), (0.217745, 0.6908, 0.0350), (0.3738
 _ENTRIES = ((0, 0), (1, 1), (0, 1))
 
 
-def log_bvn_pdf(h, k, r):
+def _log_bvn_pdf(h, k, r):
     r"""``log phi_2(h, k; r)``, the standard bivariate normal log-density of correlation ``r``.
 
     ``phi_2 = exp(-(h^2 - 2 r h k + k^2) / (2 (1 - r^2))) / (2 pi sqrt(1 - r^2))``.
@@ -57,7 +59,7 @@ def log_bvn_pdf(h, k, r):
 
 def _ratio(k1, k2, r):
     """``R = phi_2 / Phi_2`` at ``(k1, k2; r)``, in log space."""
-    return np.exp(log_bvn_pdf(k1, k2, r) - log_bvn_cdf(k1, k2, r))
+    return np.exp(_log_bvn_pdf(k1, k2, r) - log_bvn_cdf(k1, k2, r))
 
 
 def published_g_out(y, omega, V):
@@ -91,7 +93,7 @@ def _mean_ratio_sq(lam: float, r: float) -> float:
     t2, w2 = hm._gauss_rule(sl * c, hm._BOX_K * (1 + abs(r)))
     K1 = sl * t1[:, None]
     K2 = r * K1 + c * sl * t2[None, :]
-    f = np.exp(2 * log_bvn_pdf(K1, K2, r) - log_bvn_cdf(K1, K2, r))
+    f = np.exp(2 * _log_bvn_pdf(K1, K2, r) - log_bvn_cdf(K1, K2, r))
     return float(np.sum(w1[:, None] * w2[None, :] * f))
 
 
@@ -187,8 +189,6 @@ def nishimori_terms(g_out, q, Q0, *, n: int = 100_000, seed=None, eps: float = 1
     lhs, rhs, sem : numpy.ndarray of shape (3, 3)
         The means of ``g g^T`` and of ``-d g``, and the standard error of the mean of their difference.
     """
-    from .base import sample_se_measure
-
     n = v.integer("n", n, minimum=2)
     eps = v.positive("eps", eps)
     omega, _, y = sample_se_measure(Hardmax(), n, q, Q0, 2, seed)
