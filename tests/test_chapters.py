@@ -96,3 +96,68 @@ def test_sync_pairs_a_chapter_both_ways(tmp_path):
     jupytext.write(nb, ipynb)
     subprocess.run(jt + ["--sync", str(ipynb)], check=True, capture_output=True, cwd=tmp_path)
     assert "An edit made in Jupyter." in md.read_text()
+
+
+#: Characters of a code line that fit the code box of the built book (sphinx-book-theme, default font).
+CODE_BOX_CHARS = 88
+
+
+def _code_lines(path: Path):
+    """(line number in the .md file, text) of every code line of the chapter's code cells.
+
+    A cell's options (a ``---`` YAML block or ``:key:`` lines at its top) are not code.
+    """
+    lines = path.read_text(encoding="utf-8").splitlines()
+    state, fence, out = "prose", "", []
+    for number, line in enumerate(lines, start=1):
+        stripped = line.strip()
+        if state == "prose":
+            if stripped.startswith("```") and stripped.lstrip("`").startswith("{code-cell}"):
+                state, fence = "top", stripped[: len(stripped) - len(stripped.lstrip("`"))]
+        elif stripped == fence:
+            state = "prose"
+        elif state == "yaml":
+            state = "top" if stripped == "---" else "yaml"
+        elif state == "top" and stripped == "---":
+            state = "yaml"
+        elif state == "top" and stripped.startswith(":"):
+            continue
+        else:
+            state = "code"
+            out.append((number, line))
+    return out
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_code_cells_fit_the_code_box(path: Path):
+    """No line of a code cell is wider than the code box, where it would need a scroll bar."""
+    wide = [f"{path.name}:{n} ({len(line)} chars)" for n, line in _code_lines(path)
+            if len(line) > CODE_BOX_CHARS]
+    assert not wide, f"code lines wider than {CODE_BOX_CHARS} characters: {wide}"
+
+
+def test_code_line_reader_sees_every_code_cell():
+    """The line reader of the test above finds the code of each cell (and no prose or metadata)."""
+    for path in CHAPTERS:
+        code = {line for _, line in _code_lines(path)}
+        for cell in jupytext.read(path).cells:
+            if cell.cell_type == "code":
+                assert set(cell.source.splitlines()) <= code | {""}, path.name
+
+
+FIGSIZE = re.compile(r"figsize=\(\s*([0-9.]+)\s*,")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_figures_use_the_book_style_and_fit_the_page(path: Path):
+    """A chapter that draws sets the book's figure style first, and no figure is wider than the page."""
+    from aimlib.plotting import MAX_WIDTH
+
+    cells = [c.source for c in jupytext.read(path).cells if c.cell_type == "code"]
+    drawing = [i for i, src in enumerate(cells) if "plt." in src or "figsize" in src]
+    if not drawing:
+        return
+    styled = [i for i, src in enumerate(cells) if "use_book_style()" in src]
+    assert styled and styled[0] <= drawing[0], f"{path.name} draws before calling use_book_style()"
+    widths = [float(w) for src in cells for w in FIGSIZE.findall(src)]
+    assert all(w <= MAX_WIDTH for w in widths), f"{path.name}: figure widths {widths} > {MAX_WIDTH} in"

@@ -92,7 +92,7 @@ class _AMPPanel(Panel):
         ax.set_ylim(-0.02, 1.05)
         ax.set_xlabel("α = n/d²")
         ax.set_ylabel("E_S")
-        ax.legend(fontsize=8, loc="lower left")
+        ax.legend(loc="lower left")
         r = data["last_run"]
         if r is None:
             bx.text(0.5, 0.5, "press “run AMP”", ha="center", va="center", transform=bx.transAxes)
@@ -101,13 +101,13 @@ class _AMPPanel(Panel):
             it = np.arange(1, len(r["error_trace"]) + 1)
             bx.plot(it, r["error_trace"], "o-", color="C1", ms=3,
                     label=f"AMP error, d = {r['params']['d']}")
-            bx.plot(it, r["m_trace"], "--", color="C2", label="AMP's own prediction m")
+            bx.plot(it, r["m_trace"], "--", color="C2", label="AMP's prediction m")
             n_se = min(len(r["se_trace"]), len(it) + 1)
             bx.plot(np.arange(n_se), r["se_trace"][:n_se], "k-", lw=1, label="SE iteration")
             bx.axhline(r["se_mmse"], color="k", ls=":", lw=1, label=f"SE fixed point {r['se_mmse']:.3f}")
             bx.set_xlabel(f"iteration (α = {r['params']['alpha']:g})")
             bx.set_ylabel("E_S")
-            bx.legend(fontsize=8, loc="upper right")
+            bx.legend(loc="upper right")
         return fig
 
 

@@ -44,16 +44,15 @@ class _SpectrumPanel(Panel):
         nb = len(data["support"])
         ax.set_xlabel("eigenvalue x")
         ax.set_ylabel("density")
-        ax.set_title(f"{nb} bulk{'s' if nb > 1 else ''}, Δ = {p['delta']:g}, ρ = {p['rho']:g}",
-                     fontsize=10)
-        ax.legend(fontsize=8, loc="upper right")
+        ax.set_title(f"{nb} bulk{'s' if nb > 1 else ''}, Δ = {p['delta']:g}, ρ = {p['rho']:g}")
+        ax.legend(loc="upper right")
         bx.plot(data["eigenvalues"], data["oracle"], ".", ms=3, color="C1", label="oracle uᵢᵀ S uᵢ")
-        bx.plot(data["lam"], data["xi"], "k", lw=1.5, label="RIE ξ(λ) = λ − 2Δ h(λ)")
+        bx.plot(data["lam"], data["xi"], "k", lw=1.5, label=r"RIE ξ(λ) = λ − 2Δ$\mathcal{H}$(λ)")
         bx.plot(data["lam"], data["lam"], ":", color="grey", lw=1, label="no denoising")
         bx.set_xlabel("eigenvalue λ of Y")
         bx.set_ylabel("cleaned eigenvalue")
-        bx.set_title(f"RIE error {data['rie_error']:.3f}, mmse {data['mmse']:.3f}", fontsize=10)
-        bx.legend(fontsize=8, loc="upper left")
+        bx.set_title(f"RIE error {data['rie_error']:.3f}, mmse {data['mmse']:.3f}")
+        bx.legend(loc="upper left")
         return fig
 
 

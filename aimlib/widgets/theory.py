@@ -15,7 +15,7 @@ def _error_axes(ax, legend_loc="lower left"):
     ax.set_xlabel("sample complexity α = n/d²")
     ax.set_ylabel("estimation error E_S")
     ax.grid(alpha=0.3)
-    ax.legend(loc=legend_loc, fontsize=9)
+    ax.legend(loc=legend_loc)
 
 
 # --------------------------------------------------------------------------- SE curves
@@ -165,7 +165,7 @@ class _PhasePanel(Panel):
 
     def _plot(self, data):
         p = data["params"]
-        fig, (ax,) = figure(right=0.99)
+        fig, (ax,) = figure()
         E = np.clip(data["mmse"], 0.0, 1.0)
         mesh = ax.pcolormesh(data["rho"], data["alpha"], E.T, shading="nearest", cmap="viridis",
                              vmin=0, vmax=1)
@@ -173,7 +173,7 @@ class _PhasePanel(Panel):
         if p["contours"]:
             cs = ax.contour(data["rho"], data["alpha"], E.T, levels=[0.1, 0.5, 0.9], colors="w",
                             linewidths=0.8)
-            ax.clabel(cs, fontsize=8)
+            ax.clabel(cs)
         if "alpha_pr" in data:
             ax.plot(data["rho_line"], data["alpha_pr"], "r-", lw=2,
                     label=f"α_PR(ρ), T = {p['T']}: E_S = 0 above")
@@ -186,7 +186,7 @@ class _PhasePanel(Panel):
         ax.set_ylim(data["alpha"][0], data["alpha"][-1])
         ax.set_xlabel("width ratio ρ = r/d")
         ax.set_ylabel("sample complexity α = n/d²")
-        ax.legend(loc="lower right", fontsize=9)
+        ax.legend(loc="lower right")
         return fig
 
 
