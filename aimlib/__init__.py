@@ -5,8 +5,9 @@ Modules
 backend
     NumPy/CuPy selection (one code path for CPU and GPU).
 channels
-    Output channels ``y = g(h)`` and their Bayes side, one module per channel
-    (``channels.softmax``, ``channels.softmax_noisy``, ``channels.hardmax``, ``channels.linear``).
+    Output channels ``y = f(h)`` and their Bayes side, one module per channel
+    (``channels.softmax``, ``channels.softmax_noisy``, ``channels.hardmax``, ``channels.linear``,
+    ``channels.deep_hardmax`` for two attention layers).
 model
     Sampling teachers, tokens, attention indices (one or several per sample) and data sets.
 rmt
@@ -21,10 +22,12 @@ sweep
     Parameter sweeps with a resumable result store (needs the ``sweep`` extra).
 widgets
     Interactive ipywidgets panels (needs the ``widgets`` extra).
+plotting
+    The book's figure style (needs matplotlib).
 cli
     The command line, ``python -m aimlib``.
 
-``sweep``, ``widgets`` and ``cli`` are imported on first access (``aimlib.sweep``).
+``sweep``, ``widgets``, ``plotting`` and ``cli`` are imported on first access (``aimlib.sweep``).
 """
 import importlib
 
@@ -32,13 +35,13 @@ from . import amp, backend, channels, gd, model, rmt, state_evolution
 from .errors import ConvergenceError
 
 __version__ = "0.1.0"
-_ON_DEMAND = ("sweep", "widgets", "cli")
+_ON_DEMAND = ("sweep", "widgets", "plotting", "cli")
 __all__ = ["amp", "backend", "channels", "gd", "model", "rmt", "state_evolution", *_ON_DEMAND,
            "ConvergenceError", "__version__"]
 
 
 def __getattr__(name):
-    """Import the optional submodules (``sweep``, ``widgets``, ``cli``) on first access."""
+    """Import the optional submodules (``sweep``, ``widgets``, ``plotting``, ``cli``) on first access."""
     if name in _ON_DEMAND:
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'aimlib' has no attribute {name!r}")

@@ -10,7 +10,7 @@ Conventions (book, chapter "The model"):
 * several indices per sample: a channel that reads ``L`` index matrices
   (``channel.n_indices``) gets ``L`` independent teachers ``S_l`` of width
   ratios ``rho_l``, stacked as ``(L, d, d)``, and indices of shape ``(n, L, T, T)``;
-* output: ``y = g(h)`` for a channel ``g`` from :mod:`aimlib.channels`;
+* output: ``y = f(h)`` for a channel ``f`` from :mod:`aimlib.channels`;
 * sample complexity: ``alpha = n / d^2``.
 """
 from __future__ import annotations

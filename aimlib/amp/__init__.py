@@ -2,7 +2,7 @@ r"""GAMP-RIE: approximate message passing for the attention-indexed model.
 
 The attention indices are linear measurements of the key-query matrix ``S``,
 ``h_ab = <Z_ab, S>/sqrt(d)`` with ``Z_ab = (x_a x_b^T + x_b x_a^T)/2 - delta_ab I``,
-observed through a channel ``y = g(h)``.  GAMP-RIE (book chapter "GAMP-RIE")
+observed through a channel ``y = f(h)``.  GAMP-RIE (book chapter "GAMP-RIE")
 alternates a channel step, which turns the outputs into an effective Gaussian
 observation ``R = S + sqrt(Delta) W`` of the whole matrix (``W`` a GOE matrix),
 and a prior step, the rotationally invariant estimator (RIE) of ``S`` from ``R``;

@@ -1,6 +1,6 @@
 r"""The channel contract: what every output channel of the AIM provides.
 
-A channel maps the attention indices of a sample to its output, ``y = g(h)``,
+A channel maps the attention indices of a sample to its output, ``y = f(h)``,
 and carries the *Bayes side* that state evolution and GAMP-RIE share (book,
 chapter "The replica computation").
 
@@ -119,11 +119,11 @@ class Channel:
         return h
 
     def clean(self, h):
-        """The noiseless output ``g(h)``."""
+        """The noiseless output ``f(h)``."""
         raise NotImplementedError
 
     def __call__(self, h, seed=None):
-        """Return ``y = g(h) + sqrt(noise) * xi`` with ``xi`` standard Gaussian.
+        """Return ``y = f(h) + sqrt(noise) * xi`` with ``xi`` standard Gaussian.
 
         Parameters
         ----------

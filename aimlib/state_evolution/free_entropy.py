@@ -82,7 +82,7 @@ def generalization_error(q: float, Q0: float, T: int, channel="softmax", *, beta
 
     In the limit a fresh index is ``h ~ N(omega, V Sigma)`` given the data, with
     ``omega ~ N(0, q Sigma)`` and ``V = Q0 - q``; the Bayes predictor is
-    ``y_hat = E[g(h) | omega]``, so ``E_gen = (1/T) E_omega tr Cov(g(h) | omega)``,
+    ``y_hat = E[f(h) | omega]``, so ``E_gen = (1/T) E_omega tr Cov(f(h) | omega)``,
     computed by the channel (:meth:`~aimlib.channels.base.Channel.generalization_error`;
     ``kw`` are its options, e.g. ``n_qmc`` and ``seed`` for the softmax at ``T >= 3``).
     Label noise adds ``T noise``: the predictor cannot foresee it.
