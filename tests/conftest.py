@@ -85,3 +85,19 @@ def toc_files() -> list[Path]:
     for part in toc.get("parts", []):
         files += [c["file"] for c in part["chapters"]]
     return [ROOT / f"{f}.md" for f in files]
+
+
+def assert_layer_gradients(channel, y, omega, V, entries, atol, eps=1e-6):
+    """``g_out`` of a channel with several indices equals central differences of ``log_partition``.
+
+    ``entries`` are the ``(a, b)`` positions checked in every layer (axis 1 of ``omega``).
+    """
+    import numpy as np
+
+    g = channel.g_out(y, omega, V)
+    for ell in range(omega.shape[1]):
+        for a, b in entries:
+            E = np.zeros_like(omega)
+            E[:, ell, a, b] = E[:, ell, b, a] = eps
+            up, down = channel.log_partition(y, omega + E, V), channel.log_partition(y, omega - E, V)
+            assert np.allclose(g[:, ell, a, b], (up - down) / (2 * eps), atol=atol), (ell, a, b)

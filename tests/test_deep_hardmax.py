@@ -7,6 +7,7 @@ import pytest
 from aimlib import amp, cli, model
 from aimlib import state_evolution as se
 from aimlib.channels import DeepAttention, Hardmax, deep_hardmax as dh, hardmax, sample_indices, sigma2
+from conftest import assert_layer_gradients
 
 V = (0.7, 0.4)
 OUTPUTS = [(1.0, 1.0), (1.0, -1.0), (-1.0, 1.0), (-1.0, -1.0)]
@@ -75,14 +76,7 @@ def test_output_probabilities_match_the_forward_map():
 def test_g_out_is_the_gradient_of_log_partition_for_both_layers():
     ch = DeepAttention(c=2.0)
     omega, _, y = _measure(ch, 6, (0.8, 1.1), (1.5, 1.5), seed=2)
-    g = ch.g_out(y, omega, V)
-    eps = 1e-6
-    for ell in range(2):
-        for a, b in [(0, 0), (0, 1), (1, 1)]:
-            E = np.zeros_like(omega)
-            E[:, ell, a, b] = E[:, ell, b, a] = eps
-            fd = (ch.log_partition(y, omega + E, V) - ch.log_partition(y, omega - E, V)) / (2 * eps)
-            assert np.allclose(g[:, ell, a, b], fd, atol=1e-7)
+    assert_layer_gradients(ch, y, omega, V, [(0, 0), (0, 1), (1, 1)], atol=1e-7)
 
 
 def test_a_certain_first_layer_reduces_to_one_hardmax_layer_on_the_mixed_indices():

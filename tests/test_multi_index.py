@@ -16,6 +16,7 @@ from scipy.optimize import brentq
 from aimlib import amp, model, rmt
 from aimlib import state_evolution as se
 from aimlib.channels import Channel, Linear, sample_indices, sigma2
+from conftest import assert_layer_gradients
 
 RHOS = (0.3, 0.7)
 NOISE = 0.5
@@ -75,14 +76,7 @@ def test_g_out_is_the_gradient_of_log_partition_for_each_layer():
     y = ch(omega + 0.3, seed=rng)
     assert np.allclose(ch.log_partition(y, omega, V),
                        sum(Linear(noise=NOISE).log_partition(y[:, i], omega[:, i], V[i]) for i in range(2)))
-    g = ch.g_out(y, omega, V)
-    eps = 1e-6
-    for ell in range(2):
-        for a, b in [(0, 0), (0, 2), (1, 1)]:
-            E = np.zeros_like(omega)
-            E[:, ell, a, b] = E[:, ell, b, a] = eps
-            fd = (ch.log_partition(y, omega + E, V) - ch.log_partition(y, omega - E, V)) / (2 * eps)
-            assert np.allclose(g[:, ell, a, b], fd, atol=1e-6)
+    assert_layer_gradients(ch, y, omega, V, [(0, 0), (0, 2), (1, 1)], atol=1e-6)
 
 
 def test_fisher_matches_a_monte_carlo_average_for_both_layers():
