@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
+import stat
+from pathlib import Path
 
 import numpy as np
 
@@ -212,10 +215,6 @@ def output_file(name: str, path) -> Path:
     existing file that is not a regular file (a device such as ``/dev/null``, a
     pipe, a socket) and a path that cannot be inspected (e.g. below a file).
     """
-    import os
-    import stat
-    from pathlib import Path
-
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"{name} must be a path, got {type(path).__name__} {path!r}")
     text = os.fspath(path)
