@@ -164,6 +164,22 @@ def test_noise_panel_messages():
     assert "noise must be in [0.003, 1.0]" in _readable(p)
 
 
+def test_deep_panel_data_match_the_two_layer_state_evolution():
+    from aimlib.channels import DeepAttention
+
+    p = aw.deep_panel(c=0.5, alpha_range="0.1, 2")
+    assert p.error == "" and p.last_png.startswith(PNG)
+    d = p.last_data
+    i = len(d["alpha"]) // 2
+    expected = se.fixed_point(d["alpha"][i], DeepAttention(c=0.5), T=2, rho=(0.5, 0.5), tol=1e-10).mmse
+    assert (d["mmse_1"][i], d["mmse_2"][i]) == pytest.approx(expected, abs=1e-6)
+    assert np.all(d["mmse_2"] < d["mmse_1"])           # the output layer is learned first
+    before, after = _changes(p, "rho2", 2.0)
+    assert before != after and p.last_data["params"]["rho2"] == 2.0
+    p.controls["alpha_range"].value = "2, 0.1"
+    assert "lower end" in _readable(p)
+
+
 # --------------------------------------------------------------------------- phase diagram
 def test_phase_panel_softmax_and_T():
     p = aw.phase_panel()

@@ -21,6 +21,8 @@ Panels
     spectrum, and the RIE eigenvalue map against the oracle shrinkage.
 :func:`amp_panel`
     A small GAMP-RIE run (button-triggered) against its state-evolution prediction.
+:func:`deep_panel`
+    Two hardmax attention layers: each layer's error against ``alpha`` (book, "Deep attention").
 :func:`playground`
     All of the above in one column.
 
@@ -33,6 +35,7 @@ the last image).
 from __future__ import annotations
 
 from .amp_run import amp_panel
+from .deep import deep_panel
 from .base import (ALPHA_BOUNDS, BETA_BOUNDS, CHANNELS, DELTA_BOUNDS, NOISE_BOUNDS, RHO_BOUNDS, RHO_NOISE,
                    SEED_BOUNDS, T_BOUNDS, BadInput, Panel, W, clear_caches, noisy_curve_cached, parse_range,
                    phase_grid_cached, render_png, round_sig, se_curve_cached, spectrum_sample_cached,
@@ -40,7 +43,7 @@ from .base import (ALPHA_BOUNDS, BETA_BOUNDS, CHANNELS, DELTA_BOUNDS, NOISE_BOUN
 from .spectrum import spectrum_panel
 from .theory import noise_panel, phase_panel, se_panel
 
-__all__ = ["Panel", "se_panel", "phase_panel", "noise_panel", "spectrum_panel", "amp_panel",
+__all__ = ["Panel", "se_panel", "phase_panel", "noise_panel", "spectrum_panel", "amp_panel", "deep_panel",
            "playground", "render_png", "clear_caches"]
 
 

@@ -228,8 +228,10 @@ def spectrum_sample_cached(d: int, delta: float, rho: float, seed: int) -> dict:
 
 def clear_caches() -> None:
     """Empty every cache of the panels (used by the timing measurements)."""
+    from .deep import deep_curve_cached
+
     for f in (se_curve_cached, noisy_curve_cached, thresholds_cached, phase_grid_cached,
-              spectrum_sample_cached):
+              spectrum_sample_cached, deep_curve_cached):
         f.cache_clear()
 
 

@@ -1,0 +1,80 @@
+"""The deep-attention panel: both layers' Bayes-optimal errors against alpha, for two hardmax layers."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from .base import (ALPHA_BOUNDS, RHO_BOUNDS, W, Panel, dropdown, figure, log_slider, number, parse_range,
+                   range_text, round_sig, se_curve_cached)
+
+#: residual strengths offered (each new one tabulates F_l once, about half a minute on one core)
+RESIDUALS = (0.5, 2.0, -0.5, 3.0)
+N_POINTS = 24
+
+
+@functools.lru_cache(maxsize=64)
+def deep_curve_cached(c: float, rho1: float, rho2: float, lo: float, hi: float) -> tuple:
+    """``(alphas, E_1, E_2)`` of the two-layer state evolution on a log grid (cached; arguments rounded)."""
+    from .. import state_evolution as se
+    from ..channels import DeepAttention
+
+    alphas = np.geomspace(lo, hi, N_POINTS)
+    mmse = se.curve(alphas, DeepAttention(c=c), T=2, rho=(rho1, rho2), tol=1e-8).mmse
+    for a in (alphas, mmse):
+        a.setflags(write=False)
+    return alphas, mmse[:, 0], mmse[:, 1]
+
+
+class _DeepPanel(Panel):
+    def _params(self):
+        ctl = self.controls
+        lo, hi = parse_range("alpha range", ctl["alpha_range"].value, *ALPHA_BOUNDS)
+        return {"c": float(ctl["c"].value),
+                "rho1": round_sig(number("rho_1", ctl["rho1"].value, *RHO_BOUNDS)),
+                "rho2": round_sig(number("rho_2", ctl["rho2"].value, *RHO_BOUNDS)),
+                "lo": round_sig(lo), "hi": round_sig(hi)}
+
+    def _compute(self, p):
+        alphas, e1, e2 = deep_curve_cached(p["c"], p["rho1"], p["rho2"], p["lo"], p["hi"])
+        _, one = se_curve_cached("hardmax", 2, p["rho2"], p["lo"], p["hi"], "log", N_POINTS)
+        return {"params": p, "alpha": alphas, "mmse_1": e1, "mmse_2": e2, "one_layer": one}
+
+    def _plot(self, data):
+        p = data["params"]
+        fig, (ax,) = figure()
+        a = data["alpha"]
+        ax.plot(a, data["mmse_1"], lw=2, label=f"layer 1 (ρ₁ = {p['rho1']:g})")
+        ax.plot(a, data["mmse_2"], lw=2, label=f"layer 2 (ρ₂ = {p['rho2']:g})")
+        ax.plot(a, data["one_layer"], "k:", lw=1.5, label=f"one hardmax layer, ρ = {p['rho2']:g}")
+        ax.set_xscale("log")
+        ax.minorticks_off()
+        ax.set_ylim(-0.02, 1.05)
+        ax.set_xlabel("sample complexity α = n/d²")
+        ax.set_ylabel("estimation error E_S")
+        ax.grid(alpha=0.3)
+        ax.legend(loc="lower left")
+        return fig
+
+
+def deep_panel(c: float = 0.5, rho1: float = 0.5, rho2: float = 0.5, alpha_range: str = "0.05, 3") -> Panel:
+    """Two hardmax attention layers (``T = 2``): each layer's SE error against ``alpha``.
+
+    Controls: ``c`` (residual strength, a few values: each new one tabulates the
+    output functions once, about half a minute), ``rho1``, ``rho2`` (log
+    sliders) and ``alpha_range`` (text).  ``panel.last_data``: ``params``,
+    ``alpha``, ``mmse_1``, ``mmse_2`` (from :func:`aimlib.state_evolution.curve`
+    with :class:`aimlib.channels.DeepAttention`) and ``one_layer`` (one hardmax
+    layer at ``rho2``, for comparison).
+    """
+    controls = {
+        "c": dropdown(RESIDUALS, c, "c"),
+        "rho1": log_slider(rho1, 0.05, 5.0, "ρ₁"),
+        "rho2": log_slider(rho2, 0.05, 5.0, "ρ₂"),
+        "alpha_range": range_text(alpha_range),
+    }
+    rows = [W.HBox([controls["c"], controls["rho1"], controls["rho2"]]), W.HBox([controls["alpha_range"]])]
+    panel = _DeepPanel("Deep attention: which layer is learned first", controls, rows,
+                       note="two hardmax layers, T = 2")
+    panel.redraw()
+    return panel
