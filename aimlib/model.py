@@ -24,7 +24,7 @@ from .backend import get_array_module, module_named, to_common, to_device, to_ho
 from .channels import Channel
 
 __all__ = ["teacher_width", "sample_teacher", "sample_tokens", "attention_indices",
-           "n_samples", "dataset_bytes", "Dataset", "estimation_error", "sample_dataset", "index_covariance", "index_excess_kurtosis"]
+           "widths", "n_samples", "dataset_bytes", "Dataset", "estimation_error", "sample_dataset", "index_covariance", "index_excess_kurtosis"]
 
 
 def teacher_width(d: int, rho: float) -> int:
@@ -108,6 +108,15 @@ def attention_indices(X, S):
 N_MAX = 10**15
 
 
+def widths(channel, rho) -> tuple:
+    """The width ratios ``(rho_1, ..., rho_L)`` of a channel's ``L`` teachers, validated."""
+    L = channel.n_indices
+    rhos = tuple(np.atleast_1d(np.asarray(rho, dtype=float)).tolist()) if L > 1 else (rho,)
+    if len(rhos) != L:
+        raise ValueError(f"rho must hold {L} width ratios (one per index of {channel!r}), got {len(rhos)}")
+    return tuple(v.rho(r) for r in rhos)
+
+
 def n_samples(alpha: float, d: int) -> int:
     """Number of samples ``n = round(alpha d^2)`` (at least 1, at most ``N_MAX``)."""
     alpha = v.positive("alpha", alpha)
@@ -169,10 +178,7 @@ def sample_dataset(alpha: float, d: int, T: int, rho: float, channel: Channel, s
     rng = v.generator(seed)
     n = n_samples(alpha, d)
     L = channel.n_indices
-    rhos = (rho,) if L == 1 else tuple(np.atleast_1d(np.asarray(rho, dtype=float)).tolist())
-    if len(rhos) != L:
-        raise ValueError(f"rho must hold {L} width ratios (one per index of {channel!r}), got {len(rhos)}")
-    rhos = tuple(v.rho(r) for r in rhos)
+    rhos = widths(channel, rho)
     T = v.integer("T", T, minimum=2)
     itemsize = np.dtype(dtype).itemsize
     v.check_memory(lambda n, d: dataset_bytes(n, d, T, rhos, itemsize), {"n": n, "d": d},

@@ -12,7 +12,7 @@ from .. import _validate as v
 from ..backend import float_dtype, get_array_module, to_device, to_host
 from ..channels import Channel
 from ..errors import ConvergenceError, check_on_max_iter, max_iter_reached
-from ..state_evolution import widths
+from ..model import estimation_error, widths
 from .steps import DELTA_MIN, channel_step, chunk_size_for, prior_step
 
 __all__ = ["AMPResult", "Problem", "gamp_rie"]
@@ -124,8 +124,8 @@ def _pack(values):
 
 
 def _error(p, mats, xp):
-    """``(1/d) ||M_l - S_l||_F^2`` per layer."""
-    return [float(xp.sum((M - S) ** 2)) / p.d for M, S in zip(mats, p.S)]
+    """``(1/d) ||M_l - S_l||_F^2`` per layer (:func:`aimlib.model.estimation_error`)."""
+    return [estimation_error(M, S) for M, S in zip(mats, p.S)]
 
 
 class _Recorder:
@@ -152,8 +152,7 @@ def _check_result(p, S_hat, m, xp):
     if p.S is None:
         return None
     err = _error(p, S_hat, xp)
-    trivial = [float(xp.sum((math.sqrt(r) * xp.eye(p.d, dtype=p.dtype) - S) ** 2)) / p.d
-               for r, S in zip(p.rho, p.S)]
+    trivial = _error(p, [math.sqrt(r) * xp.eye(p.d, dtype=p.dtype) for r in p.rho], xp)
     for ell, (e, mm, tv) in enumerate(zip(err, m, trivial)):
         if e > tv + 0.1 or abs(e - mm) > 0.25 + 0.5 * max(e, mm):
             raise ConvergenceError(

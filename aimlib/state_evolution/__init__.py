@@ -18,13 +18,13 @@ scalar root find of noiseless linear-type channels, ``F_out = k/V``),
 :mod:`~.fixed_point` (iteration, ``L`` overlaps), :mod:`~.solve` (one point or a
 curve), :mod:`~.free_entropy` (the potential and the generalization error).
 """
-from .fixed_point import SEResult, fixed_point, widths
+from .fixed_point import SEResult, fixed_point
 from .free_entropy import free_entropy, generalization_error, output_free_entropy, prior_free_entropy
 from .prior import effective_alpha, linear_k, perfect_recovery_threshold, prior_mmse, zero_slope
 from .solve import SECurve, curve, solve
 
 __all__ = [
     "SEResult", "SECurve", "effective_alpha", "linear_k", "prior_mmse", "zero_slope", "solve",
-    "fixed_point", "curve", "widths", "perfect_recovery_threshold", "prior_free_entropy",
+    "fixed_point", "curve", "perfect_recovery_threshold", "prior_free_entropy",
     "output_free_entropy", "free_entropy", "generalization_error",
 ]

@@ -18,9 +18,10 @@ import numpy as np
 from .. import _validate as v
 from ..channels import make_channel
 from ..errors import ConvergenceError, check_on_max_iter, max_iter_reached
+from ..model import widths
 from .prior import prior_mmse
 
-__all__ = ["SEResult", "fixed_point", "widths"]
+__all__ = ["SEResult", "fixed_point"]
 
 
 @dataclass(frozen=True)
@@ -58,15 +59,6 @@ class SEResult:
     def V(self):
         """Fluctuation variance ``V = Q0 - q`` (equal to ``mmse``)."""
         return self.mmse
-
-
-def widths(channel, rho) -> tuple:
-    """The width ratios ``(rho_1, ..., rho_L)`` of a channel's ``L`` teachers, validated."""
-    L = channel.n_indices
-    rhos = tuple(np.atleast_1d(np.asarray(rho, dtype=float)).tolist()) if L > 1 else (rho,)
-    if len(rhos) != L:
-        raise ValueError(f"rho must hold {L} width ratios (one per index of {channel!r}), got {len(rhos)}")
-    return tuple(v.rho(r) for r in rhos)
 
 
 def _fisher(ch, q, Q0, T) -> np.ndarray:
