@@ -190,7 +190,7 @@ def _threshold_run(args) -> int:
 
         if args.channel != "softmax" or ch.linear_k(args.T) is None:
             raise UsageError(f"--estimator min-trace needs the noiseless softmax channel, got "
-                             f"--channel {args.channel}{' with --noise' if ch.noise else ''}")
+                             f"--channel {args.channel}{' with --noise' if getattr(ch, 'noise', 0) else ''}")
         print(_fmt(min_trace_threshold(_rho(args, ch), args.T)))
         return 0
     if args.channel != "hardmax":

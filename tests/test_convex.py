@@ -63,6 +63,15 @@ def test_rho_to_one_gives_the_count_of_a_full_matrix():
     assert statistical_dimension(0.9999).psi == pytest.approx(0.5, abs=1e-8)
 
 
+def test_rho_near_one_expansion():
+    """rho = 1 - eps: t ~ (2 sqrt2 / (3 pi)) eps^(3/2) and psi - (rho - rho^2/2) ~ eps^2 / 4."""
+    eps = 1e-3
+    res = statistical_dimension(1 - eps)
+    assert res.t / eps**1.5 == pytest.approx(2 * math.sqrt(2) / (3 * math.pi), rel=2e-3)
+    count = (1 - eps) - (1 - eps) ** 2 / 2
+    assert (res.psi - count) / eps**2 == pytest.approx(0.25, rel=2e-3)
+
+
 def test_small_rho_asymptotics():
     """psi / rho -> 3, and (3 rho - psi) / rho^(7/5) -> C with an error ~ rho^(2/5)."""
     ratio = {rho: (3 * rho - statistical_dimension(rho).psi) / rho**1.4 for rho in (1e-3, 1e-4)}
@@ -75,7 +84,7 @@ def test_small_rho_asymptotics():
 def test_psi_between_the_count_and_the_ambient_dimension():
     for rho in np.linspace(1e-3, 0.999, 60):
         psi = statistical_dimension(rho).psi
-        assert rho - rho * rho / 2 < psi < 0.5
+        assert rho - rho * rho / 2 < psi <= 0.5 - (1 - rho) ** 2 / 4  # the objective at t = 0
     prices = [min_trace_threshold(r, 2) / perfect_recovery_threshold(r, 2) for r in (0.1, 0.25, 0.5)]
     assert prices[0] > prices[1] > prices[2] > 1
 
@@ -199,6 +208,8 @@ def test_cli_unknown_estimator_exits_2():
     (lambda: statistical_dimension_finite(10, 0), ValueError, "r"),
     (lambda: statistical_dimension_finite(10, 2, samples=0), ValueError, "samples"),
     (lambda: semicircle_tail(0.1, 3), ValueError, "power"),
+    (lambda: goe_frobenius(0), ValueError, "m"),
+    (lambda: goe_frobenius(3, size=0), ValueError, "size"),
     (lambda: softmax_measurements(np.zeros((2, 2, 3))), ValueError, "exactly one"),
     (lambda: softmax_measurements(np.zeros((2, 2, 3)), h=np.zeros((2, 3, 3))), ValueError, "shape"),
     (lambda: softmax_measurements(np.zeros((2, 2, 3)), y=np.zeros((2, 2, 2)), beta=1.0),

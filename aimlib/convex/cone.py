@@ -99,7 +99,8 @@ def goe_frobenius(m: int, seed=None, size: int | None = None) -> np.ndarray:
     basis ``E_ii``, ``(E_ij + E_ji)/sqrt 2`` are i.i.d. ``N(0, 1)``.  Shape
     ``(m, m)``, or ``(size, m, m)``.
     """
-    shape = (m, m) if size is None else (size, m, m)
+    m = v.integer("m", m, minimum=1)
+    shape = (m, m) if size is None else (v.integer("size", size, minimum=1), m, m)
     A = v.generator(seed).standard_normal(shape)
     return (A + np.swapaxes(A, -1, -2)) / 2
 

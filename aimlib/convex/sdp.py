@@ -132,7 +132,9 @@ def min_trace_solve(A, b, *, eps: float = 1e-9, max_iters: int = 100_000,
 def min_trace_estimate(X, *, h=None, y=None, beta=None, **solver):
     """The minimum-trace PSD matrix consistent with softmax data (:func:`softmax_measurements`).
 
-    ``solver`` goes to :func:`min_trace_solve` (``eps``, ``max_iters``, ``on_max_iter``).
+    ``solver`` goes to :func:`min_trace_solve` (``eps``, ``max_iters``, ``on_max_iter``);
+    the result is the ``(d, d)`` solution ``S_hat`` of ``min Tr S``, ``S`` PSD,
+    ``h_ab(S) - h_11(S) = h_ab - h_11`` for every sample.
     """
     A, b = softmax_measurements(X, h=h, y=y, beta=beta)
     return min_trace_solve(A, b, **solver)
@@ -145,7 +147,9 @@ def recovery_trial(measurements: str, d: int, rho: float, alpha: float, T: int =
     ``measurements='softmax'`` samples a softmax data set (``n = round(alpha d^2)``
     sequences, :func:`aimlib.model.sample_dataset`) and uses its outputs;
     ``'gaussian'`` draws a teacher and the same number
-    ``m = n (T^2 + T - 2)/2`` of Gaussian measurements.
+    ``m = n (T^2 + T - 2)/2`` of Gaussian measurements.  ``seed`` is a
+    non-negative int (it is recorded in the row); ``solver`` goes to
+    :func:`min_trace_solve`.
 
     Returns
     -------
