@@ -4,7 +4,7 @@ Writes ``book/data/min_trace_recovery.csv`` (chapter "What training learns"): on
 per solve, the alpha grid placed around the finite-d statistical dimension,
 ``alpha = f * 2 delta(d, r) / ((T^2 + T - 2) d^2)``.  About three minutes on one core::
 
-    python benchmarks/min_trace_recovery.py [--out book/data/min_trace_recovery.csv]
+    python scripts/min_trace_recovery.py [--out book/data/min_trace_recovery.csv]
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from aimlib.convex import MEASUREMENTS, recovery_trial, statistical_dimension_fi
 from aimlib.state_evolution import linear_k
 
 ROOT = Path(__file__).resolve().parents[1]
-COMMAND = "python benchmarks/min_trace_recovery.py"
+COMMAND = "python scripts/min_trace_recovery.py"
 RHOS, DIMS, SEEDS, T = (0.25, 0.5), (12, 16, 20), range(8), 2
 FACTORS = (0.6, 0.8, 0.9, 0.95, 1.0, 1.05, 1.1, 1.2, 1.4)
 COLUMNS = ["measurements", "d", "r", "rho", "T", "alpha", "f", "seed", "m", "rel_error"]
