@@ -149,6 +149,7 @@ def main(argv=None) -> None:
     parser.add_argument("--port", type=int, default=8000, help="port of the book (default 8000)")
     parser.add_argument("--kernel-port", type=int, default=8889, help="port of jupyter_server (default 8889)")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # stop jupyter_server on `kill` too
     with live_book(args.html, args.port, args.kernel_port) as (origin, _):
         print(f"The live book is at {origin}/index.html (kernels: jupyter_server on port "
               f"{args.kernel_port}, 127.0.0.1 only). Ctrl-C stops both.", flush=True)
