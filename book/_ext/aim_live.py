@@ -12,6 +12,8 @@ ipywidgets 8 manager of JupyterLab.
 """
 from pathlib import Path
 
+from docutils import nodes
+
 STATIC = Path(__file__).with_name("static")
 
 
@@ -21,8 +23,8 @@ def _configure(app, config):
 
 
 def _add_assets(app, pagename, templatename, context, doctree):
-    if doctree is None or not any(n.get("nb_element") == "cell_code" for n in doctree.findall()
-                                  if hasattr(n, "get")):
+    """Add the script and its stylesheet to this page if it has a code cell (myst-nb's container)."""
+    if doctree is None or not any(n.get("nb_element") == "cell_code" for n in doctree.findall(nodes.container)):
         return
     app.add_js_file("aim-live.js")
     app.add_css_file("aim-live.css")
