@@ -15,6 +15,7 @@ import pytest
 
 from browser_support import launch, require, serve, watch
 from conftest import ROOT
+from test_app import _wait_new_image
 
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 from live_server import CONFIG_PATH, live_book  # noqa: E402
@@ -120,6 +121,15 @@ def chromium():
         yield browser
 
 
+@pytest.mark.book
+def test_live_script_is_on_pages_with_code_cells_only(built_book):
+    _, html = built_book
+    has = {p.relative_to(html).as_posix(): "_static/aim-live.js" in p.read_text()
+           for p in [*html.glob("*.html"), *(html / "book").glob("*.html")]}
+    assert has["book/random_matrices.html"] and has["book/playground.html"] and has["book/intro.html"]
+    assert not has["book/references.html"] and not has["search.html"]
+
+
 def _panel_img(page) -> str:
     return page.evaluate("() => document.querySelector('.aim-panel img')?.src ?? ''")
 
@@ -151,10 +161,7 @@ def test_panel_goes_live_and_redraws(html, chromium, tmp_path):
             assert "Δ" in delta.inner_text()
             delta.locator(".noUi-handle").focus()
             page.keyboard.press("ArrowRight")
-            page.wait_for_function(
-                """(old) => { const img = document.querySelector('.aim-panel img');
-                              return img && img.src !== old && img.naturalWidth > 0; }""",
-                arg=before, timeout=TIMEOUT_MS)
+            _wait_new_image(page, 0, before)
             assert "0.112" in delta.locator(".widget-readout").inner_text()
             print(f"\n[live] ready {t_live:.1f} s after Live, redrawn {time.time() - t0 - t_live:.1f} s later")
         finally:
