@@ -103,6 +103,14 @@ def test_missing_build_is_a_readable_error(tmp_path):
             pass
 
 
+@pytest.mark.parametrize("ports, name", [((-1, 0), "port"), ((0, 70000), "kernel_port")])
+def test_bad_port_is_a_readable_error(tmp_path, ports, name):
+    (tmp_path / "index.html").write_text("book")
+    with pytest.raises(ValueError, match=rf"^{name}: a TCP port in \[0, 65535\]"):
+        with live_book(tmp_path, *ports):
+            pass
+
+
 # --------------------------------------------------------------------------- in the browser
 
 

@@ -41,23 +41,21 @@ KERNEL_NAME = "python3"
 
 
 class _BookHandler(SimpleHTTPRequestHandler):
-    """Static files of the book, and the live configuration at :data:`CONFIG_PATH`."""
-
-    def __init__(self, *args, config: bytes, hosts: tuple[str, ...], **kwargs):
-        self.config, self.hosts = config, hosts
-        super().__init__(*args, **kwargs)
+    """Static files of the book, and the server's ``live_config`` (bytes) at :data:`CONFIG_PATH`."""
 
     def do_GET(self):
         if self.path.split("?", 1)[0] != CONFIG_PATH:
             return super().do_GET()
-        if self.headers.get("Host") not in self.hosts:
+        port = self.server.server_address[1]
+        if self.headers.get("Host") not in (f"{HOST}:{port}", f"localhost:{port}"):
             return self.send_error(403, "the live configuration is served to the book's own address only")
+        body = self.server.live_config
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Cache-Control", "no-store")
-        self.send_header("Content-Length", str(len(self.config)))
+        self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(self.config)
+        self.wfile.write(body)
 
     def log_message(self, *args):
         pass
@@ -109,8 +107,10 @@ def live_book(html: Path, port: int = 0, kernel_port: int = 0, log=None, timeout
     html = Path(html)
     if not (html / "index.html").is_file():
         raise ValueError(f"html: no built book at {html} (build it with `make book`)")
-    book = ThreadingHTTPServer((HOST, port), functools.partial(_BookHandler, directory=str(html),
-                                                               config=b"", hosts=()))
+    for name, value in (("port", port), ("kernel_port", kernel_port)):
+        if not 0 <= value <= 65535:
+            raise ValueError(f"{name}: a TCP port in [0, 65535] (0: a free one), got {value}")
+    book = ThreadingHTTPServer((HOST, port), functools.partial(_BookHandler, directory=str(html)))
     port = book.server_address[1]
     origin = f"http://{HOST}:{port}"
     if kernel_port == 0:
@@ -121,26 +121,26 @@ def live_book(html: Path, port: int = 0, kernel_port: int = 0, log=None, timeout
     kernel_url = f"http://{HOST}:{kernel_port}/"
     config = {"baseUrl": kernel_url, "wsUrl": f"ws://{HOST}:{kernel_port}/", "token": token,
               "kernelName": KERNEL_NAME}
-    book.RequestHandlerClass = functools.partial(
-        _BookHandler, directory=str(html), config=json.dumps(config).encode(),
-        hosts=(f"{HOST}:{port}", f"localhost:{port}"))
+    book.live_config = json.dumps(config).encode()
     env = dict(os.environ, JUPYTER_TOKEN=token,
                PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyter_server", "--no-browser", f"--ServerApp.ip={HOST}",
-         f"--ServerApp.port={kernel_port}", "--ServerApp.port_retries=0",
-         f"--ServerApp.allow_origin={origin}", f"--ServerApp.root_dir={ROOT / 'book'}",
-         "--ServerApp.allow_remote_access=False", "--ServerApp.terminals_enabled=False"]
-        + (["--ServerApp.allow_root=True"] if os.geteuid() == 0 else []),
-        env=env, stdout=log, stderr=subprocess.STDOUT if log else None, start_new_session=True)
     threading.Thread(target=book.serve_forever, daemon=True).start()
+    proc = None
     try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "jupyter_server", "--no-browser", f"--ServerApp.ip={HOST}",
+             f"--ServerApp.port={kernel_port}", "--ServerApp.port_retries=0",
+             f"--ServerApp.allow_origin={origin}", f"--ServerApp.root_dir={ROOT / 'book'}",
+             "--ServerApp.allow_remote_access=False", "--ServerApp.terminals_enabled=False"]
+            + (["--ServerApp.allow_root=True"] if os.geteuid() == 0 else []),
+            env=env, stdout=log, stderr=subprocess.STDOUT if log else None, start_new_session=True)
         _wait_for_kernel_server(proc, kernel_url, token, timeout)
         yield origin, config
     finally:
         book.shutdown()
         book.server_close()
-        _stop(proc)
+        if proc is not None:
+            _stop(proc)
 
 
 def main(argv=None) -> None:
@@ -150,9 +150,9 @@ def main(argv=None) -> None:
     parser.add_argument("--kernel-port", type=int, default=8889, help="port of jupyter_server (default 8889)")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # stop jupyter_server on `kill` too
-    with live_book(args.html, args.port, args.kernel_port) as (origin, _):
-        print(f"The live book is at {origin}/index.html (kernels: jupyter_server on port "
-              f"{args.kernel_port}, 127.0.0.1 only). Ctrl-C stops both.", flush=True)
+    with live_book(args.html, args.port, args.kernel_port) as (origin, config):
+        print(f"The live book is at {origin}/index.html (kernels: jupyter_server at "
+              f"{config['baseUrl']}, 127.0.0.1 only). Ctrl-C stops both.", flush=True)
         try:
             threading.Event().wait()
         except KeyboardInterrupt:
