@@ -188,3 +188,14 @@ def test_gamp_rie_with_two_denoisers_lands_on_the_two_layer_state_evolution():
 def test_the_forward_map_of_hardmax_layers_uses_the_one_layer_channel():
     h = sample_indices(50, 3, 1.0, 7)
     assert np.array_equal(DeepAttention(c=0.3)._sigma(h), Hardmax().clean(h))
+
+
+def test_limit_thresholds_are_where_each_layer_leaves_one():
+    onset = dh.limit_thresholds(0.5, tol=1e-7)
+    assert onset[1] == pytest.approx(1 / dh.fisher_scaled(0.5, 0.0, 0.0)[1], rel=1e-12)
+    assert onset[0] > onset[1]          # the second layer is learned first
+    for layer in range(2):
+        assert dh.limit_error(onset[layer] * 0.999, 0.5)[layer] == pytest.approx(1.0, abs=1e-9)
+        assert dh.limit_error(onset[layer] * 1.01, 0.5)[layer] < 1 - 1e-6
+    with pytest.raises(ValueError, match="alpha_bar_max"):
+        dh.limit_thresholds(0.5, alpha_bar_max=1.5)

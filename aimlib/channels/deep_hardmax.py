@@ -36,7 +36,7 @@ from .base import Channel
 from .softmax import check_beta, row_softmax
 
 __all__ = ["DeepAttention", "PATTERNS", "functionals", "fisher_scaled", "fisher_scaled_direct", "build_table",
-           "write_tables", "STORED_RESIDUALS", "limit_map",
+           "write_tables", "STORED_RESIDUALS", "limit_map", "limit_thresholds",
            "limit_error"]
 
 #: the four layer-1 sign patterns ``(s_1, s_2)`` of ``T = 2``
@@ -319,3 +319,25 @@ def limit_error(alpha_bar: float, c: float, *, tol: float = 1e-10, max_iter: int
     max_iter_reached(f"the rho -> 0 two-layer SE did not converge at alpha_bar={alpha_bar} in {max_iter} "
                      f"iterations (last E={E.tolist()})", on_max_iter)
     return E
+
+
+def limit_thresholds(c: float, *, tol: float = 1e-6, alpha_bar_max: float = 100.0) -> np.ndarray:
+    r"""``(alpha_bar_1, alpha_bar_2)``: where each layer's error leaves 1 in the ``rho -> 0`` limit.
+
+    ``E = (1, 1)`` loses stability in layer ``l`` at ``1/G_l(0, 0)``; the smaller of the
+    two is the weak-recovery threshold of that layer.  The other layer's onset is
+    found by bisection on :func:`limit_error` (the smallest ``alpha_bar`` with
+    ``E_l < 1 - 1e-9``), to ``tol`` in ``alpha_bar``.
+    """
+    tol = v.positive("tol", tol)
+    linear = 1.0 / fisher_scaled(c, 0.0, 0.0)
+    first = int(np.argmin(linear))
+    lo, hi = linear[first], v.positive("alpha_bar_max", alpha_bar_max)
+    if limit_error(hi, c)[1 - first] > 1 - 1e-9:
+        raise ValueError(f"layer {2 - first} keeps E = 1 up to alpha_bar_max = {hi:g}; raise alpha_bar_max")
+    while hi - lo > tol:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if limit_error(mid, c)[1 - first] > 1 - 1e-9 else (lo, mid)
+    out = np.empty(2)
+    out[first], out[1 - first] = linear[first], hi
+    return out
