@@ -132,3 +132,17 @@ def test_teacher_spectrum_scale_is_that_of_rmt():
     big = eigs[np.abs(eigs) > gd.EIG_TOL]
     assert lo - 0.2 < big.min() and big.max() < hi + 0.3
     np.testing.assert_array_equal(gd.count_nonzero(np.array([[0.0, 0.2], [0.05, -0.5]])), [1, 1])
+
+
+def test_cli_gd_takes_the_student_and_weight_decay(capsys):
+    from aimlib import cli
+
+    args = ["gd", "--T", "2", "--rho", "0.25", "--alpha", "0.1", "--d", "12", "--steps", "20"]
+    assert cli.main(args + ["--student", "direct", "--weight-decay", "0.01"]) == 0
+    header, row = capsys.readouterr().out.strip().splitlines()
+    direct = gd.run_gd(2, 0.25, 0.1, 12, 0, steps=20, student="direct", weight_decay=0.01)
+    assert float(row.split(",")[header.split(",").index("mmse_single")]) == pytest.approx(
+        direct["mmse_single"], rel=1e-5)
+    assert cli.main(args + ["--weight-decay", "-1"]) == 2
+    assert "weight_decay must be >= 0" in capsys.readouterr().err
+    assert cli.main(args + ["--student", "direct", "--rank", "3"]) == 2
