@@ -131,9 +131,7 @@ def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int
     for bad in _NOT_OPTIONS:
         if bad in options:
             raise TypeError(f"run_gd got an unexpected option {bad!r}")
-    rank = options.get("rank")
-    if options.get("student") == "direct" and rank is None:
-        rank = d  # the direct student's arrays are those of width d (its own checks refuse a rank)
+    rank = options.get("rank", d if options.get("student") == "direct" else None)
     _check_run_memory(T, rho, alpha, d, restarts, n_test,
                       None if rank is None else v.integer("rank", rank, minimum=1), np.dtype(dt).itemsize, memory_mb)
     options.setdefault("rho", rho)

@@ -340,15 +340,9 @@ def train_gd(X, y, *, rank: int | None = None, rho: float | None = None, beta: f
     memory_mb : float
         Budget in MiB for the arrays of the run (:func:`memory_estimate`);
         a larger estimate raises ``ValueError`` naming the parameter to lower.
-    student : {'factorised', 'direct'}
-        The factorised student ``W W^T / sqrt(r d)``, or ``S_hat`` trained entry
-        by entry (no ``rank``; it starts at ``W W^T / d`` with ``W`` of width
-        ``d``, and ``init`` is then a symmetric ``(k, d, d)``).
-    weight_decay : float
-        ``lambda >= 0``: adds ``(lambda/2) Tr S_hat = (lambda/2)||W||_F^2 / sqrt(r d)``
-        (factorised) or ``(lambda/2) ||S_hat||_F^2`` (direct) to the loss that
-        is minimised (:mod:`aimlib.gd.objective`); the recorded training and
-        test losses and ``tol`` are about the square loss alone.
+    student, weight_decay : {'factorised', 'direct'}, float
+        The student and ``lambda >= 0`` (:mod:`aimlib.gd.objective`; a direct student has
+        no ``rank``, ``init (k, d, d)``); losses and ``tol`` are about the square loss alone.
 
     Returns
     -------
@@ -369,8 +363,7 @@ def train_gd(X, y, *, rank: int | None = None, rho: float | None = None, beta: f
     sizes = dict(restarts=k, n=n, T=T, d=d, rank=r, **({"n_test": test[0].shape[0]} if test else {}))
     check_memory(lambda **s: memory_estimate(**s, itemsize=X.dtype.itemsize), sizes, check_memory_mb(memory_mb))
     W = _initial_W(init, k, r, seed, init_scale, X, objective.student)
-    xp = get_array_module(X)
-    batches = None if sched.batch_size is None else _Batches(n, sched.batch_size, seed, xp)
+    batches = None if sched.batch_size is None else _Batches(n, sched.batch_size, seed, get_array_module(X))
     curves = _Curves(None if test is None else _Problem(*test, problem.beta, objective), S, objective)
     t0 = time.perf_counter()
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported by _check_finite
