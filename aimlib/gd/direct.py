@@ -26,11 +26,12 @@ import numpy as np
 from .. import _validate as v
 from ..backend import get_array_module
 from ..channels.softmax import check_beta
-from .student import as_batch, check_weight_decay, check_xy, gram, initial_weights, softmax_loss
+from .student import (add_penalty, as_batch, backprop, check_weight_decay, check_xy, gram,
+                      initial_weights, softmax_loss)
 
 
 def _indices(X2, S3, n, T):
-    """``X S`` of shape ``(k, n, T, d)`` and ``h_hat`` of shape ``(k, n, T, T)``."""
+    """``h_hat`` of shape ``(k, n, T, T)`` from the tokens ``X2 (n T, d)``."""
     xp = get_array_module(X2, S3)
     k, d, _ = S3.shape
     XS = (X2 @ S3).reshape(k, n, T, d)
@@ -38,22 +39,19 @@ def _indices(X2, S3, n, T):
     h = XS @ xp.swapaxes(X, 1, 2)
     tr = xp.trace(S3, axis1=1, axis2=2)
     h = h - tr[:, None, None, None] * xp.eye(T, dtype=h.dtype)
-    return XS, h / float(np.sqrt(d))
+    return h / float(np.sqrt(d))
 
 
 def direct_loss_grad(X2, y, S3, beta, n, T, want_grad=True):
     """Square loss ``(k,)`` and its gradient ``(k, d, d)`` (module docstring, ``lambda = 0``), without checks."""
     xp = get_array_module(X2, S3)
-    k, d, _ = S3.shape
-    _, h = _indices(X2, S3, n, T)
+    d = S3.shape[1]
+    h = _indices(X2, S3, n, T)
     L, G = softmax_loss(h, y, beta, n, want_grad)
     if not want_grad:
         return L, None
-    Gs = 0.5 * (G + xp.swapaxes(G, 2, 3))
-    GX = Gs @ X2.reshape(n, T, d)                                           # (k, n, T, d)
-    grad = X2.T @ GX.reshape(k, n * T, d)
-    trG = xp.trace(G, axis1=2, axis2=3).sum(axis=1)
-    grad = grad - trG[:, None, None] * xp.eye(d, dtype=grad.dtype)
+    grad, trG = backprop(X2, G, X2.reshape(n, T, d))                        # X^T (G + G^T) X
+    grad = 0.5 * grad - trG[:, None, None] * xp.eye(d, dtype=grad.dtype)
     return L, grad / float(np.sqrt(d))
 
 
@@ -76,6 +74,7 @@ def check_matrices(S, d: int):
 
 
 def _checked(X, y, S, beta, want_grad, weight_decay):
+    """Validate, then :func:`direct_loss_grad` plus :func:`ridge_penalty`."""
     beta = check_beta(beta)
     weight_decay = check_weight_decay(weight_decay)
     X, y, _ = check_xy(X, y)
@@ -85,11 +84,7 @@ def _checked(X, y, S, beta, want_grad, weight_decay):
     dt = xp.result_type(X.dtype, S3.dtype, xp.float32)
     X2, y, S3 = X.reshape(n * T, d).astype(dt), y.astype(dt), xp.asarray(S3).astype(dt)
     L, g = direct_loss_grad(X2, y, S3, beta, n, T, want_grad)
-    P, dP = ridge_penalty(S3, weight_decay, want_grad)
-    L, g = L + P, None if g is None else g + dP
-    if squeeze:
-        return float(L[0]), None if g is None else g[0]
-    return L, g
+    return add_penalty(L, g, ridge_penalty(S3, weight_decay, want_grad), squeeze)
 
 
 def direct_loss_and_grad(X, y, S_hat, beta: float = 1.0, *, weight_decay: float = 0.0):

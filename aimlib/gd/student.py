@@ -170,18 +170,26 @@ def loss_grad(X2, y, W3, beta, n, T, want_grad=True):
     at a cost of ``O(n T d r)``.  Returns ``(L, grad)``: ``(k,)`` and
     ``(k, d, r)`` (``grad`` is ``None`` if ``want_grad`` is false).
     """
-    xp = get_array_module(X2, W3)
-    k, d, r = W3.shape
+    d, r = W3.shape[1:]
     P, h = _indices(X2, W3, n, T)
     L, G = softmax_loss(h, y, beta, n, want_grad)
     if not want_grad:
         return L, None
     c = 1.0 / (float(np.sqrt(r)) * d)
-    dP = (G + xp.swapaxes(G, 2, 3)) @ P                                     # (k, n, T, r)
-    grad = X2.T @ dP.reshape(k, n * T, r)
-    trG = xp.trace(G, axis1=2, axis2=3).sum(axis=1)                         # (k,)
-    grad = c * (grad - 2.0 * trG[:, None, None] * W3)
-    return L, grad
+    grad, trG = backprop(X2, G, P)
+    return L, c * (grad - 2.0 * trG[:, None, None] * W3)
+
+
+def backprop(X2, G, M):
+    r"""``(sum_mu X^{mu T} (G^mu + G^{mu T}) M^mu, sum_mu Tr G^mu)``: ``(k, d, m)`` and ``(k,)``.
+
+    The contraction that both students' gradients share: ``G`` of shape
+    ``(k, n, T, T)``, ``M`` of shape ``(k, n, T, m)`` or ``(n, T, m)``.
+    """
+    xp = get_array_module(X2, G)
+    k, n, T, _ = G.shape
+    GM = (G + xp.swapaxes(G, 2, 3)) @ M                                     # (k, n, T, m)
+    return X2.T @ GM.reshape(k, n * T, -1), xp.trace(G, axis1=2, axis2=3).sum(axis=1)
 
 
 def check_weight_decay(weight_decay) -> float:
@@ -198,7 +206,12 @@ def _checked_loss_grad(X, y, W, beta, want_grad, weight_decay):
     W3, squeeze = as_batch(W)
     X, y, W3 = _common_dtype(X, y, W3)
     L, g = loss_grad(X.reshape(n * T, -1), y, W3, beta, n, T, want_grad)
-    P, dP = trace_penalty(W3, weight_decay, want_grad)
+    return add_penalty(L, g, trace_penalty(W3, weight_decay, want_grad), squeeze)
+
+
+def add_penalty(L, g, penalty, squeeze: bool):
+    """``(L + P, g + dP)`` for ``penalty = (P, dP)``; a float and one gradient if ``squeeze``."""
+    P, dP = penalty
     L, g = L + P, None if g is None else g + dP
     if squeeze:
         return float(L[0]), None if g is None else g[0]
