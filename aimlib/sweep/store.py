@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import stat
 import threading
@@ -31,11 +32,12 @@ from typing import Iterable
 COLUMNS = [
     "key",
     # parameters
-    "method", "channel", "T", "rho", "alpha", "alpha_bar", "beta", "noise", "d", "seed",
+    "method", "channel", "T", "rho", "alpha", "alpha_bar", "beta", "noise", "c", "d", "seed",
     "restarts", "steps", "max_iter", "dtype", "options",
     # metrics
     "n", "mmse", "q", "iterations", "converged", "mmse_pred", "mmse_single", "mmse_single_std",
-    "mmse_averaged", "train_loss", "test_loss", "n_nonzero", "seconds",
+    "mmse_averaged", "mmse_layers", "mmse_pred_layers", "train_loss", "test_loss", "n_nonzero",
+    "seconds",
     # provenance
     "aimlib_version", "backend", "hostname", "timestamp",
 ]
@@ -46,10 +48,12 @@ COLUMNS = [
 OLD_COLUMNS = [c for c in COLUMNS if c not in ("train_loss", "test_loss", "n_nonzero")]
 
 _INT_COLUMNS = {"T", "d", "seed", "restarts", "steps", "max_iter", "n", "iterations"}
-_FLOAT_COLUMNS = {"rho", "alpha", "alpha_bar", "beta", "noise", "mmse", "q", "mmse_pred",
+_FLOAT_COLUMNS = {"alpha", "alpha_bar", "beta", "noise", "c", "mmse", "q", "mmse_pred",
                   "mmse_single", "mmse_single_std", "mmse_averaged", "train_loss", "test_loss",
                   "n_nonzero", "seconds"}
 _BOOL_COLUMNS = {"converged"}
+#: one number, or a JSON list of one number per teacher (layered channels)
+_LIST_COLUMNS = {"rho", "mmse_layers", "mmse_pred_layers"}
 
 
 def _format(x) -> str:
@@ -59,6 +63,8 @@ def _format(x) -> str:
         return "true" if x else "false"
     if isinstance(x, float):
         return repr(x)
+    if isinstance(x, (tuple, list)):
+        return json.dumps([float(v) for v in x], separators=(",", ":"))
     return str(x)
 
 
@@ -82,6 +88,8 @@ def _parse(name: str, text: str):
         return float(text)
     if name in _BOOL_COLUMNS:
         return text == "true"
+    if name in _LIST_COLUMNS:
+        return tuple(json.loads(text)) if text.startswith("[") else float(text)
     return text
 
 

@@ -54,7 +54,7 @@ __all__ = ["Panel", "se_panel", "phase_panel", "noise_panel", "spectrum_panel", 
 def playground(run_amp: bool = False) -> W.VBox:
     """Every panel in one column; ``box.panels`` maps names to the panels."""
     panels = {"se": se_panel(), "phase": phase_panel(), "noise": noise_panel(),
-              "spectrum": spectrum_panel(), "amp": amp_panel(run=run_amp)}
+              "spectrum": spectrum_panel(), "amp": amp_panel(run=run_amp), "deep": deep_panel()}
     box = W.VBox(list(panels.values()))
     box.panels = panels
     return box
