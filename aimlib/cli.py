@@ -255,6 +255,13 @@ def _gd_arguments(p):
                    help="softmax inverse temperature (default: 1)")
     p.add_argument("--restarts", type=int, default=1, help="students averaged (default: 1)")
     p.add_argument("--steps", type=int, default=1000, help="Adam steps (default: 1000)")
+    p.add_argument("--student", choices=["factorised", "direct"], default="factorised",
+                   help="W W^T / sqrt(k d) of width --rank, or S_hat trained entrywise (default: factorised)")
+    p.add_argument("--rank", type=int, default=None,
+                   help="width k of the factorised student (default: the teacher's, rho d)")
+    p.add_argument("--weight-decay", type=float, default=0.0,
+                   help="lambda >= 0: adds (lambda/2) Tr S_hat (factorised) or (lambda/2) ||S_hat||_F^2 "
+                        "(direct) to the loss (default: 0)")
 
 
 def _gd_run(args) -> int:
@@ -263,7 +270,9 @@ def _gd_run(args) -> int:
     if len(args.rho) != 1:
         raise UsageError(f"--rho must hold one width ratio for gd, got {len(args.rho)}")
     row = gd.run_gd(args.T, args.rho[0], args.alpha, args.d, args.seed, restarts=args.restarts,
-                    backend=args.backend, dtype=args.dtype, beta=args.beta, steps=args.steps)
+                    backend=args.backend, dtype=args.dtype, beta=args.beta, steps=args.steps,
+                    student=args.student, weight_decay=args.weight_decay,
+                    **({} if args.rank is None else {"rank": args.rank}))
     _print_row(["alpha", "d", "seed", "restarts", "mmse_single", "mmse_averaged", "seconds"], row)
     return 0
 

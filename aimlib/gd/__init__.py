@@ -12,13 +12,17 @@ Modules: :mod:`~aimlib.gd.student` (indices through ``X W``, output, loss and
 its analytic gradient), :mod:`~aimlib.gd.optim` (Adam and plain gradient
 descent), :mod:`~aimlib.gd.memory` (the memory guard), :mod:`~aimlib.gd.train`
 (:func:`train_gd`: ``k`` restarts batched in one array computation) and
-:mod:`~aimlib.gd.run` (:func:`run_gd`: sample a data set and train).  Every
+:mod:`~aimlib.gd.run` (:func:`run_gd`: sample a data set and train);
+:mod:`~aimlib.gd.direct` (the direct student, ``S_hat`` trained entry by entry)
+and :mod:`~aimlib.gd.objective` (weight decay, the two students, spectra).  Every
 array operation goes through :func:`aimlib.backend.get_array_module`, so the
 same code runs on NumPy and CuPy.
 """
 from .._validate import MEMORY_MB
 from ..channels.softmax import BETA_MAX
+from .direct import direct_loss, direct_loss_and_grad, initial_matrices
 from .memory import memory_estimate
+from .objective import EIG_TOL, STUDENTS, count_nonzero, eigenvalues
 from .optim import OPTIMIZERS
 from .run import run_gd
 from .student import (initial_weights, loss, loss_and_grad, student_indices, student_matrix,
@@ -39,4 +43,11 @@ __all__ = [
     "MEMORY_MB",
     "BETA_MAX",
     "OPTIMIZERS",
+    "direct_loss",
+    "direct_loss_and_grad",
+    "initial_matrices",
+    "eigenvalues",
+    "count_nonzero",
+    "EIG_TOL",
+    "STUDENTS",
 ]

@@ -11,6 +11,7 @@ from ..channels import Softmax
 from ..model import attention_indices, sample_dataset, sample_tokens, teacher_width
 from .._validate import MEMORY_MB, check_memory
 from .memory import check_memory_mb, memory_estimate
+from .objective import count_nonzero
 from ..channels.softmax import check_beta
 from .train import train_gd
 
@@ -62,6 +63,9 @@ def _summary(res) -> dict:
         "train_loss": [float(x) for x in res.train_loss[:, -1]],
         "test_loss": [float(x) for x in res.test_loss[:, -1]],
         "n_steps": [int(s) for s in res.n_steps],
+        "n_nonzero": [int(c) for c in count_nonzero(res.eigenvalues)],
+        "student": res.student,
+        "weight_decay": res.weight_decay,
     }
 
 
@@ -97,8 +101,9 @@ def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int
         checked before anything is sampled; the error names the parameter to
         lower (``alpha`` for the number of samples) and its allowed range.
     **options
-        Passed to :func:`train_gd` (``rank``, ``optimizer``, ``lr``, ``steps``,
-        ``tol``, ``batch_size``, ``init_scale``, ``record_every``, ...).
+        Passed to :func:`train_gd` (``rank``, ``student``, ``weight_decay``,
+        ``optimizer``, ``lr``, ``steps``, ``tol``, ``batch_size``,
+        ``init_scale``, ``record_every``, ...).
 
     Returns
     -------
@@ -108,7 +113,10 @@ def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int
         ``mmse_averaged`` (error of the averaged ``S_hat``), ``seconds``, and also
         ``mmse_single_all`` (the ``k`` single-run errors), ``mmse_single_std``
         (their standard deviation), ``T``, ``rho``, ``n``, ``rank``,
-        ``train_loss``, ``test_loss`` (final, per restart), ``n_steps`` (steps taken, per restart).
+        ``train_loss``, ``test_loss`` (final square losses, per restart),
+        ``n_steps`` (steps taken, per restart), ``n_nonzero`` (eigenvalues of
+        each ``S_hat`` above :data:`aimlib.gd.objective.EIG_TOL` in absolute
+        value), ``student`` and ``weight_decay``.
     """
     T = v.integer("T", T, minimum=2)
     rho = v.positive("rho", rho)
@@ -123,7 +131,7 @@ def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int
     for bad in _NOT_OPTIONS:
         if bad in options:
             raise TypeError(f"run_gd got an unexpected option {bad!r}")
-    rank = options.get("rank")
+    rank = options.get("rank", d if options.get("student") == "direct" else None)
     _check_run_memory(T, rho, alpha, d, restarts, n_test,
                       None if rank is None else v.integer("rank", rank, minimum=1), np.dtype(dt).itemsize, memory_mb)
     options.setdefault("rho", rho)

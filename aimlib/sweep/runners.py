@@ -13,7 +13,10 @@
     data (:func:`aimlib.gd.run_gd`): ``mmse_single`` (mean error of the single
     students), ``mmse_single_std`` (their sample standard deviation) and
     ``mmse_averaged`` (error of their average); ``mmse`` is the first for
-    ``gd`` and the last for ``gd_avg``.
+    ``gd`` and the last for ``gd_avg``; ``train_loss``, ``test_loss`` (final
+    square losses on the training set and on fresh samples) and ``n_nonzero``
+    (eigenvalues of ``S_hat`` above :data:`aimlib.gd.EIG_TOL` in absolute
+    value), each the mean over the restarts.
 """
 from __future__ import annotations
 
@@ -75,7 +78,12 @@ def _gd(run: Run, opts: dict) -> dict:
     avg = float(out["mmse_averaged"])
     return {"n": out["n"], "mmse": avg if run.method == "gd_avg" else mean,
             "iterations": max(int(s) for s in out["n_steps"]), "mmse_single": mean,
-            "mmse_single_std": std, "mmse_averaged": avg}
+            "mmse_single_std": std, "mmse_averaged": avg, **_restart_means(out)}
+
+
+def _restart_means(out: dict) -> dict:
+    """Means over the restarts of the final square losses and of the non-zero eigenvalue counts."""
+    return {name: sum(out[name]) / len(out[name]) for name in ("train_loss", "test_loss", "n_nonzero")}
 
 
 #: method -> (run, options) -> metric columns

@@ -18,6 +18,8 @@ A spec is a small YAML file (or the same mapping in Python, or a
     options:                        # per-method options (a list makes a grid axis)
       amp: {max_iter: 300, damping: 0.5}
       gd_avg: {restarts: 8, steps: 1000, lr: 0.1}
+      # gd, gd_avg also take weight_decay (>= 0), student (factorised | direct),
+      # rank (the factorised student's width; the direct student has none)
 
 Every grid field takes a scalar or a list; ``alpha`` and ``alpha_bar`` also
 take a range ``{start: 0.01, stop: 0.2, num: 20, spacing: linear|log}``
@@ -45,7 +47,7 @@ from typing import Any, Mapping
 from .. import _validate
 from .fields import SpecError, as_list, checked, choice, fail, grid_axis, unique, unknown_keys
 from .keys import Run, canon_float, effective_k, make_run_channel
-from .options import DEFAULTS, METHODS, check_options, check_se_solver
+from .options import DEFAULTS, METHODS, UNUSED, check_options, check_se_solver
 
 CHANNELS = ("softmax", "linear", "hardmax", "deep-hardmax")
 #: channels that read several indices per sample, with their number of teachers
@@ -278,12 +280,21 @@ def load_spec(spec) -> SweepSpec:
     return SweepSpec.from_dict(data)
 
 
+def _used(options: tuple) -> tuple:
+    """``options`` without those that another option's value makes unused (:data:`UNUSED`)."""
+    unused = {name for item in options for name in UNUSED.get(item, ())}
+    return tuple((k, x) for k, x in options if k not in unused)
+
+
 def expand(spec) -> list[Run]:
     """The runs of a spec, in a stable order, without duplicates (equal keys are merged).
 
     Order: method, then seed (so the first seeds complete whole figures first),
     channel, ``T``, ``rho``, ``beta``, ``c``, ``noise``, ``d``, options, ``alpha``.
     With ``alpha_bar``, ``alpha = alpha_bar / k`` (:func:`~aimlib.sweep.keys.effective_k`).
+    Options that a run does not use are dropped (``rank`` of the direct
+    student, :data:`~aimlib.sweep.options.UNUSED`), so a grid over ``student``
+    and ``rank`` gives one direct run per point.
     """
     spec = load_spec(spec)
     runs: dict[str, Run] = {}
@@ -292,7 +303,8 @@ def expand(spec) -> list[Run]:
         ds = (None,) if m == "se" else spec.d
         opts = {**{k: (v,) for k, v in DEFAULTS[m].items()}, **spec.options.get(m, {})}
         names = sorted(opts)
-        combos = [tuple(zip(names, vals)) for vals in itertools.product(*(opts[n] for n in names))]
+        combos = unique(_used(tuple(zip(names, vals)))
+                        for vals in itertools.product(*(opts[n] for n in names)))
         for seed, ch, T, rho in itertools.product(seeds, spec.channel, spec.T, spec.rho):
             betas = spec.beta if ch == "softmax" else (None,)
             cs = spec.c if ch in LAYERED else (None,)
