@@ -3,7 +3,7 @@ r"""Sampling the attention-indexed model (AIM) at finite dimension.
 Conventions (book, chapter "The model"):
 
 * tokens: a sample is ``X`` of shape ``(T, d)`` with i.i.d. ``N(0, 1)``
-  entries; a batch has shape ``(n, T, d)``;
+  entries; a batch has shape ``(n, T, d)`` (other token laws: :mod:`aimlib.tokens`);
 * teacher: ``S = W W^T / sqrt(r d)`` with ``W`` of shape ``(d, r)``, i.i.d.
   ``N(0, 1)``, and width ratio ``rho = r / d``;
 * attention indices: ``h_ab = x_a^T S x_b / sqrt(d) - delta_ab Tr(S) / sqrt(d)``;
@@ -22,6 +22,7 @@ import numpy as np
 from . import _validate as v
 from .backend import get_array_module, module_named, to_common, to_device, to_host
 from .channels import Channel
+from .tokens import token_law
 
 __all__ = ["teacher_width", "sample_teacher", "sample_tokens", "attention_indices",
            "widths", "n_samples", "dataset_bytes", "Dataset", "estimation_error", "sample_dataset", "index_covariance", "index_excess_kurtosis"]
@@ -63,12 +64,17 @@ def sample_teacher(d: int, rho: float, seed=None, *, backend: str | None = None,
     return (S + S.T) / 2
 
 
-def sample_tokens(n: int, T: int, d: int, seed=None, *, backend: str | None = None, dtype=np.float64):
-    """Sample ``n`` sequences of ``T`` i.i.d. standard Gaussian tokens in ``R^d``: shape ``(n, T, d)``."""
+def sample_tokens(n: int, T: int, d: int, seed=None, *, backend: str | None = None, dtype=np.float64,
+                  tokens=None):
+    """Sample ``n`` sequences of ``T`` i.i.d. tokens in ``R^d``: shape ``(n, T, d)``.
+
+    ``tokens`` names the law of a token (:func:`aimlib.tokens.token_law`); the
+    default is i.i.d. standard Gaussian entries.
+    """
     n = v.integer("n", n, minimum=1)
     T = v.integer("T", T, minimum=2)
     d = v.integer("d", d, minimum=1)
-    X = v.generator(seed).standard_normal((n, T, d)).astype(dtype)
+    X = token_law(tokens).sample(v.generator(seed), (n, T, d)).astype(dtype)
     return to_device(X, module_named(backend))
 
 
@@ -164,7 +170,8 @@ class Dataset:
 
 
 def sample_dataset(alpha: float, d: int, T: int, rho: float, channel: Channel, seed=None,
-                   *, backend: str | None = None, dtype=np.float64, memory_mb: float = v.MEMORY_MB) -> Dataset:
+                   *, backend: str | None = None, dtype=np.float64, memory_mb: float = v.MEMORY_MB,
+                   tokens=None) -> Dataset:
     """Sample teacher(s), ``n = round(alpha d^2)`` sequences and their outputs.
 
     One seed drives all draws (teachers in layer order, tokens, label noise)
@@ -172,7 +179,9 @@ def sample_dataset(alpha: float, d: int, T: int, rho: float, channel: Channel, s
     ``rho`` is one width ratio, or ``channel.n_indices`` of them.  Sizes whose
     arrays (:func:`dataset_bytes`) exceed ``memory_mb`` MiB are refused before
     anything is allocated, with an error naming the parameter to lower.
+    ``tokens`` is the token law (:func:`aimlib.tokens.token_law`, default Gaussian).
     """
+    tokens = token_law(tokens)
     if not isinstance(channel, Channel):
         raise TypeError(f"channel must be an aimlib.channels.Channel, got {type(channel).__name__}")
     rng = v.generator(seed)
@@ -186,7 +195,7 @@ def sample_dataset(alpha: float, d: int, T: int, rho: float, channel: Channel, s
                    via={"n": ("alpha", alpha, d * d)})
     teachers = [sample_teacher(d, r, rng, backend=backend, dtype=dtype) for r in rhos]
     S = teachers[0] if L == 1 else get_array_module(teachers[0]).stack(teachers)
-    X = sample_tokens(n, T, d, rng, backend=backend, dtype=dtype)
+    X = sample_tokens(n, T, d, rng, backend=backend, dtype=dtype, tokens=tokens)
     h = attention_indices(X, S)
     y = channel(h, rng)
     return Dataset(S=S, X=X, h=h, y=y, channel=channel, alpha=float(alpha),

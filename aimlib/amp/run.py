@@ -48,7 +48,7 @@ def memory_footprint(n: int, T: int, d: int, *, itemsize: int = 8, memory_mb: fl
 
 
 def run_amp(channel, T: int, rho, alpha: float, d: int, seed=None, *,
-            backend: str | None = None, dtype=None, **options) -> dict:
+            backend: str | None = None, dtype=None, tokens=None, **options) -> dict:
     """Sample a data set of the AIM and run :func:`~aimlib.amp.gamp_rie` on it.
 
     Parameters
@@ -63,6 +63,9 @@ def run_amp(channel, T: int, rho, alpha: float, d: int, seed=None, *,
         Where the data and the iteration live.
     dtype : float32 or float64, optional
         Working precision (default float64).
+    tokens : str, mapping or None
+        Law of the tokens (:func:`aimlib.tokens.token_law`, default Gaussian).
+        The algorithm itself assumes Gaussian tokens whatever the law.
     **options :
         Passed to :func:`~aimlib.amp.gamp_rie` (``damping``, ``tol``, ``max_iter``, ...).
 
@@ -81,7 +84,8 @@ def run_amp(channel, T: int, rho, alpha: float, d: int, seed=None, *,
     dt = float_dtype(dtype)
     module_named(backend)  # validates the backend name early
     seed_out = seed if seed is None or isinstance(seed, (int, np.integer)) else repr(seed)
-    data = sample_dataset(alpha, d, T, rho, channel, seed, backend=backend, dtype=dt)
+    data = sample_dataset(alpha, d, T, rho, channel, seed, backend=backend, dtype=dt,
+                          tokens=tokens)
     res = gamp_rie(data.X, data.y, channel, rho, S=data.S, dtype=dt, **options)
     out = {"alpha": float(alpha), "d": d, "seed": seed_out, "mmse": res.mmse,
            "iterations": res.iterations, "seconds": res.seconds, "T": T, "rho": data.rho,

@@ -8,6 +8,7 @@ import numpy as np
 from .. import _validate as v
 from ..backend import float_dtype
 from ..channels import Softmax
+from ..tokens import token_law
 from ..model import attention_indices, sample_dataset, sample_tokens, teacher_width
 from .._validate import MEMORY_MB, check_memory
 from .memory import check_memory_mb, memory_estimate
@@ -43,11 +44,13 @@ def _check_run_memory(T, rho, alpha, d, restarts, n_test, rank, itemsize, memory
     check_memory(need, sizes, memory_mb, via={"n": ("alpha", alpha, d * d)})
 
 
-def _sample(T, rho, alpha, d, seed, beta, n_test, backend, dtype):
+def _sample(T, rho, alpha, d, seed, beta, n_test, backend, dtype, tokens):
     """The training set (seed ``[seed, 0]``) and a test set (seed ``[seed, 1]``) of the teacher."""
     rng_data, rng_test = (np.random.default_rng(None if seed is None else [int(seed), i]) for i in (0, 1))
-    data = sample_dataset(alpha, d, T, rho, Softmax(beta), rng_data, backend=backend, dtype=dtype)
-    X_test = sample_tokens(_test_size(data.n, n_test), T, d, rng_test, backend=backend, dtype=dtype)
+    data = sample_dataset(alpha, d, T, rho, Softmax(beta), rng_data, backend=backend, dtype=dtype,
+                          tokens=tokens)
+    X_test = sample_tokens(_test_size(data.n, n_test), T, d, rng_test, backend=backend, dtype=dtype,
+                           tokens=tokens)
     return data, X_test, Softmax(beta)(attention_indices(X_test, data.S))
 
 
@@ -71,7 +74,7 @@ def _summary(res) -> dict:
 
 def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int = 1,
            backend: str | None = None, dtype=None, beta: float = 1.0, n_test: int | None = None,
-           return_result: bool = False, memory_mb: float = MEMORY_MB, **options) -> dict:
+           return_result: bool = False, memory_mb: float = MEMORY_MB, tokens=None, **options) -> dict:
     r"""Sample an AIM data set (softmax channel) and train ``restarts`` GD students on it.
 
     Parameters
@@ -100,6 +103,9 @@ def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int
         Budget in MiB for the arrays (data and training, :func:`memory_estimate`),
         checked before anything is sampled; the error names the parameter to
         lower (``alpha`` for the number of samples) and its allowed range.
+    tokens : str, mapping or None
+        Law of the tokens of training and test sets (:func:`aimlib.tokens.token_law`,
+        default Gaussian).
     **options
         Passed to :func:`train_gd` (``rank``, ``student``, ``weight_decay``,
         ``optimizer``, ``lr``, ``steps``, ``tol``, ``batch_size``,
@@ -128,6 +134,7 @@ def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int
     dt = float_dtype(dtype, np.float32).type
     n_test = None if n_test is None else v.integer("n_test", n_test, minimum=1)
     memory_mb = check_memory_mb(memory_mb)
+    tokens = token_law(tokens)
     for bad in _NOT_OPTIONS:
         if bad in options:
             raise TypeError(f"run_gd got an unexpected option {bad!r}")
@@ -137,7 +144,7 @@ def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int
     options.setdefault("rho", rho)
 
     t0 = time.perf_counter()
-    data, X_test, y_test = _sample(T, rho, alpha, d, seed, beta, n_test, backend, dt)
+    data, X_test, y_test = _sample(T, rho, alpha, d, seed, beta, n_test, backend, dt, tokens)
     res = train_gd(data.X, data.y, beta=beta, restarts=restarts, S=data.S, X_test=X_test, y_test=y_test,
                    seed=None if seed is None else int(seed) * 1000003 + 7, memory_mb=memory_mb, **options)
     summary = _summary(res)

@@ -5,7 +5,7 @@ parameters: JSON with sorted keys, floats rounded to 12 significant digits
 (:func:`canon_float`), only the parameters the method uses (``beta`` for the
 softmax channel, ``c`` for the two-layer channel, ``d`` and ``seed`` for the
 finite-``d`` methods; ``rho`` a list of one width per teacher for a channel of
-several indices) and the
+several indices; ``tokens`` only for a token law other than ``gaussian``) and the
 method's options with the sweep's defaults filled in.  The key does not
 depend on a spec's layout, on the order of its lists, on ``backend`` or on
 where the run executes.
@@ -62,6 +62,7 @@ class Run:
     c: float | None = None
     d: int | None = None
     seed: int | None = None
+    tokens: tuple | None = None
     options: tuple = ()
     backend: str | None = None
     key: str = field(init=False, compare=False)
@@ -86,4 +87,6 @@ class Run:
         if self.method != "se":
             p["d"] = self.d
             p["seed"] = self.seed
+        if self.tokens is not None:
+            p["tokens"] = dict(self.tokens)
         return p

@@ -17,6 +17,9 @@
     square losses on the training set and on fresh samples) and ``n_nonzero``
     (eigenvalues of ``S_hat`` above :data:`aimlib.gd.EIG_TOL` in absolute
     value), each the mean over the restarts.
+
+A run with a token law other than ``gaussian`` samples its tokens from it and
+records the law under ``tokens`` in the ``options`` column.
 """
 from __future__ import annotations
 
@@ -33,6 +36,11 @@ from .store import COLUMNS
 
 def _make_channel(run: Run):
     return make_run_channel(run.channel, beta=run.beta, noise=run.noise, c=run.c)
+
+
+def _tokens(run: Run):
+    """The token law of a run as a mapping for :func:`aimlib.tokens.token_law` (None: Gaussian)."""
+    return None if run.tokens is None else dict(run.tokens)
 
 
 def _errors(mmse, pred=None) -> dict:
@@ -57,7 +65,8 @@ def _amp(run: Run, opts: dict) -> dict:
     dtype = opts.pop("dtype")
     # a run that stops at its cap is a row with converged = False, not a failed run
     out = amp.run_amp(_make_channel(run), run.T, run.rho, run.alpha, run.d, run.seed,
-                      backend=run.backend, dtype=dtype, on_max_iter="return", **opts)
+                      backend=run.backend, dtype=dtype, on_max_iter="return",
+                      tokens=_tokens(run), **opts)
     return {"n": out["n"], **_errors(out["mmse"], out["m"]), "iterations": out["iterations"],
             "converged": out["converged"]}
 
@@ -68,7 +77,7 @@ def _gd(run: Run, opts: dict) -> dict:
     dtype = opts.pop("dtype")
     restarts = opts.pop("restarts")
     out = gd.run_gd(run.T, run.rho, run.alpha, run.d, run.seed, restarts=restarts,
-                    backend=run.backend, dtype=dtype, beta=run.beta, **opts)
+                    backend=run.backend, dtype=dtype, beta=run.beta, tokens=_tokens(run), **opts)
     # per-restart errors: 'mmse_single_all' (newer run_gd) or a list in 'mmse_single'
     single = out.get("mmse_single_all", out["mmse_single"])
     single = [float(x) for x in (single if isinstance(single, (list, tuple)) else [single])]
@@ -111,6 +120,8 @@ def execute(run: Run) -> dict:
 
 def _param_columns(run: Run) -> dict:
     opts = dict(run.options)
+    if run.tokens is not None:
+        opts["tokens"] = dict(run.tokens)
     return {"key": run.key, "method": run.method, "channel": run.channel, "T": run.T,
             "rho": run.rho, "alpha": run.alpha, "alpha_bar": run.alpha_bar, "beta": run.beta,
             "noise": run.noise, "c": run.c, "d": run.d, "seed": run.seed, "restarts": opts.get("restarts"),

@@ -14,6 +14,7 @@ A spec is a small YAML file (or the same mapping in Python, or a
     beta: 1.0                       # softmax inverse temperature (default 1)
     noise: 0.0                      # label-noise variance (default 0)
     c: 0.5                          # residual strength, deep-hardmax only (required there)
+    tokens: gaussian                # token law(s), a name or {name: sparse, p: 0.3}
     backend: null                   # numpy | cupy | null (AIMLIB_BACKEND / numpy)
     options:                        # per-method options (a list makes a grid axis)
       amp: {max_iter: 300, damping: 0.5}
@@ -30,7 +31,10 @@ the closed-form solver).  For ``deep-hardmax`` (two hardmax layers, ``T = 2``,
 methods ``se`` and ``amp``) a value of ``rho`` is one width for both layers or a
 list ``[rho_1, rho_2]`` (so ``rho: [[0.25, 0.5], 0.5]`` is a grid of two), and
 the result columns ``mmse_layers`` and ``mmse_pred_layers`` hold one error per
-layer.  A spec expands to at most :data:`MAX_RUNS` runs.
+layer.  ``tokens`` (default ``gaussian``) is one token law or a list of them
+(:func:`aimlib.tokens.token_law`; ``correlated`` takes ``c``, not ``cov``); it
+is a grid axis of the finite-``d`` methods and enters a run's key only when it
+is not ``gaussian``.  A spec expands to at most :data:`MAX_RUNS` runs.
 Errors name the field (``spec field 'options.amp.max_iter': must be >= 1, got 0``).
 """
 from __future__ import annotations
@@ -45,6 +49,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .. import _validate
+from ..tokens import token_law
 from .fields import SpecError, as_list, checked, choice, fail, grid_axis, unique, unknown_keys
 from .keys import Run, canon_float, effective_k, make_run_channel
 from .options import DEFAULTS, METHODS, UNUSED, check_options, check_se_solver
@@ -57,7 +62,7 @@ LAYERED = {"deep-hardmax": 2}
 MAX_RUNS = 1_000_000
 
 _SPEC_FIELDS = ("name", "description", "method", "channel", "T", "rho", "alpha", "alpha_bar",
-                "d", "seeds", "beta", "noise", "c", "backend", "options")
+                "d", "seeds", "beta", "noise", "c", "tokens", "backend", "options")
 
 
 def _canon_axis(fieldname, value, check, *args, **kwargs) -> tuple:
@@ -72,6 +77,15 @@ def _rho_value(fieldname, value, allow_inf: bool):
         return tuple(canon_float(checked(f"{fieldname}[{i}]", lambda f, r: _validate.rho(r), x))
                      for i, x in enumerate(value))
     return canon_float(checked(fieldname, lambda f, x: _validate.rho(x, allow_inf=allow_inf), value))
+
+
+def _token_value(fieldname, value) -> tuple:
+    """One token law as sorted ``(key, value)`` pairs, floats canonical; ``cov`` is refused."""
+    if isinstance(value, Mapping) and "cov" in value:
+        fail(f"{fieldname}.cov", "a sweep names a covariance by 'c' (C_ij = c^|i-j|), not 'cov'")
+    law = checked(fieldname, lambda f, x: token_law(dict(x) if isinstance(x, Mapping) else x),
+                  value)
+    return (("name", law.name),) + tuple((k, canon_float(x)) for k, x in law.params)
 
 
 def _alpha_values(fieldname, value) -> tuple:
@@ -119,6 +133,7 @@ class SweepSpec:
     beta: Any = 1.0
     noise: Any = 0.0
     c: Any = None
+    tokens: Any = "gaussian"
     backend: Any = None
     options: Any = field(default_factory=dict)
     name: Any = None
@@ -149,6 +164,9 @@ class SweepSpec:
         put("noise", _canon_axis("noise", self.noise, _validate.nonnegative))
         if self.c is not None:
             put("c", _canon_axis("c", self.c, _validate.real))
+        laws = [("tokens", self.tokens)] if isinstance(self.tokens, Mapping) else \
+            as_list("tokens", self.tokens)
+        put("tokens", unique(_token_value(f, x) for f, x in laws))
         if self.backend is not None:
             choice("backend", self.backend, ("numpy", "cupy"))
         for f in ("name", "description"):
@@ -206,7 +224,7 @@ class SweepSpec:
                 (alpha, len(getattr(self, alpha))), ("beta", len(self.beta)),
                 ("noise", len(self.noise)), ("c", len(self.c or (None,)))]
         if method != "se":
-            axes += [("d", len(self.d)), ("seeds", len(self.seeds))]
+            axes += [("d", len(self.d)), ("seeds", len(self.seeds)), ("tokens", len(self.tokens))]
         return axes + [(f"options.{method}.{k}", len(v))
                        for k, v in self.options.get(method, {}).items()]
 
@@ -238,6 +256,8 @@ class SweepSpec:
             val = getattr(self, f.name)
             if f.name == "options":
                 val = {m: {k: list(x) for k, x in o.items()} for m, o in val.items()}
+            elif f.name == "tokens":
+                val = [dict(law) for law in val]
             elif isinstance(val, tuple):
                 val = list(val)
             out[f.name] = val
@@ -290,7 +310,9 @@ def expand(spec) -> list[Run]:
     """The runs of a spec, in a stable order, without duplicates (equal keys are merged).
 
     Order: method, then seed (so the first seeds complete whole figures first),
-    channel, ``T``, ``rho``, ``beta``, ``c``, ``noise``, ``d``, options, ``alpha``.
+    channel, ``T``, ``rho``, ``beta``, ``c``, ``noise``, ``d``, token law, options,
+    ``alpha``.  A Gaussian token law is ``tokens=None`` in a run; ``se`` runs
+    have none.
     With ``alpha_bar``, ``alpha = alpha_bar / k`` (:func:`~aimlib.sweep.keys.effective_k`).
     Options that a run does not use are dropped (``rank`` of the direct
     student, :data:`~aimlib.sweep.options.UNUSED`), so a grid over ``student``
@@ -301,6 +323,8 @@ def expand(spec) -> list[Run]:
     for m in spec.method:
         seeds = (None,) if m == "se" else spec.seeds
         ds = (None,) if m == "se" else spec.d
+        laws = unique(None if m == "se" or law == (("name", "gaussian"),) else law
+                      for law in spec.tokens)
         opts = {**{k: (v,) for k, v in DEFAULTS[m].items()}, **spec.options.get(m, {})}
         names = sorted(opts)
         combos = unique(_used(tuple(zip(names, vals)))
@@ -310,7 +334,8 @@ def expand(spec) -> list[Run]:
             cs = spec.c if ch in LAYERED else (None,)
             if ch in LAYERED and not isinstance(rho, tuple):
                 rho = (rho,) * LAYERED[ch]
-            for beta, c, noise, d, opt in itertools.product(betas, cs, spec.noise, ds, combos):
+            for beta, c, noise, d, law, opt in itertools.product(betas, cs, spec.noise, ds, laws,
+                                                                  combos):
                 if spec.alpha is not None:
                     alphas = spec.alpha
                 else:
@@ -318,6 +343,7 @@ def expand(spec) -> list[Run]:
                     alphas = unique(canon_float(ab / k) for ab in spec.alpha_bar)
                 for a in alphas:
                     r = Run(method=m, channel=ch, T=T, rho=rho, alpha=a, beta=beta, noise=noise,
-                            c=c, d=d, seed=seed, options=opt, backend=spec.backend)
+                            c=c, d=d, seed=seed, tokens=law, options=opt,
+                            backend=spec.backend)
                     runs.setdefault(r.key, r)
     return list(runs.values())
