@@ -725,3 +725,60 @@ def test_deep_sweep_rows_hold_one_error_per_layer(tmp_path):
     assert se_row["mmse_layers"] == pytest.approx(expected, abs=1e-8)
     assert len(amp_row["mmse_layers"]) == 2 and len(amp_row["mmse_pred_layers"]) == 2
     assert amp_row["c"] == 0.5 and amp_row["n"] == 256
+
+
+# ---------------------------------------------------------------------------
+# token laws: the field ``tokens``
+# ---------------------------------------------------------------------------
+
+AMP_TINY = {"method": "amp", "T": 2, "rho": 0.5, "alpha": 0.3, "d": 12,
+            "options": {"amp": {"max_iter": 5}}}
+
+
+@pytest.mark.parametrize("tokens, field, words", [
+    ("cauchy", "tokens", "must be one of"),
+    (["gaussian", {"name": "sparse", "p": 0}], "tokens[1]", "must be > 0"),
+    ({"name": "student-t", "nu": 2}, "tokens", "must be > 2"),
+    ({"name": "correlated", "cov": [[1.0]]}, "tokens.cov", "not 'cov'"),
+    ({"name": "uniform", "p": 0.5}, "tokens", "not a parameter of law 'uniform'"),
+    ([], "tokens", "must not be an empty list"),
+])
+def test_token_law_errors_name_the_field(tokens, field, words):
+    with pytest.raises(SpecError) as info:
+        SweepSpec.from_dict(dict(AMP_TINY, tokens=tokens))
+    assert f"spec field {field!r}" in str(info.value) and words in str(info.value)
+
+
+def test_gaussian_tokens_keep_the_keys_and_other_laws_change_them():
+    plain = expand(AMP_TINY)
+    assert [r.key for r in expand(dict(AMP_TINY, tokens="gaussian"))] == [r.key for r in plain]
+    laws = ["gaussian", "rademacher", {"name": "sparse", "p": 0.3}, {"name": "sparse", "p": 0.1},
+            {"name": "correlated", "c": 0.5}]
+    runs = expand(dict(AMP_TINY, tokens=laws))
+    assert len({r.key for r in runs}) == 5 and runs[0].key == plain[0].key
+    assert runs[2].tokens == (("name", "sparse"), ("p", 0.3))
+    # defaults written out give the same run; the state evolution has no token law
+    assert expand(dict(AMP_TINY, tokens={"name": "sparse"}))[0].key == runs[3].key
+    se_runs = expand(dict(AMP_TINY, method=["se", "amp"], tokens=laws))
+    assert sum(r.method == "se" for r in se_runs) == 1
+    spec = SweepSpec.from_dict(dict(AMP_TINY, tokens=laws))
+    assert SweepSpec.from_dict(spec.to_dict()) == spec
+
+
+def test_a_sweep_row_with_rademacher_tokens(tmp_path):
+    import json
+
+    out = tmp_path / "r.csv"
+    spec = dict(AMP_TINY, method=["amp", "gd"], tokens=["gaussian", "rademacher"],
+                options={"amp": {"max_iter": 5}, "gd": {"steps": 5}})
+    rep = run_sweep(spec, out, workers=1, scheduler="serial", progress=False)
+    assert rep.complete
+    rows = read_results(out, keys=[r.key for r in expand(spec)])
+    opts = [json.loads(r["options"]) for r in rows]
+    assert [r["method"] for r in rows] == ["amp", "amp", "gd", "gd"]
+    assert "tokens" not in opts[0] and opts[1]["tokens"] == {"name": "rademacher"}
+    assert opts[3]["tokens"] == {"name": "rademacher"} and rows[2]["mmse"] != rows[3]["mmse"]
+    direct = __import__("aimlib").amp.run_amp("softmax", 2, 0.5, 0.3, 12, 0, max_iter=5,
+                                              on_max_iter="return", tokens="rademacher")
+    assert rows[1]["mmse"] == pytest.approx(direct["mmse"], rel=1e-12)
+    assert rows[0]["mmse"] != rows[1]["mmse"]

@@ -160,3 +160,22 @@ def test_runners_take_the_token_law():
     assert not np.array_equal(g0["data"].X, g1["data"].X)
     with pytest.raises(ValueError, match="tokens.nu"):
         gd.run_gd(2, 0.5, 0.3, 8, 0, steps=5, tokens={"name": "student-t", "nu": 1})
+
+
+@pytest.mark.parametrize("law", ["gaussian", "rademacher", "uniform", {"name": "sparse", "p": 0.3}],
+                         ids=str)
+def test_index_covariance_for_iid_entries(law):
+    # book, beyond-eq-cov: off-diagonal Tr(S S')/d, diagonal (2 Tr(S S') + (m4 - 3) sum S_ii S'_ii)/d
+    d, n = 30, 60_000
+    S = sample_teacher(d, 0.5, 1, backend="numpy")
+    S2 = sample_teacher(d, 0.5, 2, backend="numpy")
+    X = sample_tokens(n, 2, d, 4, tokens=law, backend="numpy")
+    h, h2 = attention_indices(X, S), attention_indices(X, S2)
+    m4 = token_law(law).fourth_moment()
+    exact = {(0, 1): np.sum(S * S2) / d,
+             (0, 0): (2 * np.sum(S * S2) + (m4 - 3) * np.sum(np.diag(S) * np.diag(S2))) / d}
+    for (a, b), value in exact.items():
+        prod = h[:, a, b] * h2[:, a, b]
+        assert abs(prod.mean() - value) < 6 * prod.std() / math.sqrt(n)
+    cross = h[:, 0, 0] * h2[:, 0, 1]
+    assert abs(cross.mean()) < 6 * cross.std() / math.sqrt(n)
