@@ -179,3 +179,18 @@ def test_index_covariance_for_iid_entries(law):
         assert abs(prod.mean() - value) < 6 * prod.std() / math.sqrt(n)
     cross = h[:, 0, 0] * h2[:, 0, 1]
     assert abs(cross.mean()) < 6 * cross.std() / math.sqrt(n)
+
+
+def test_the_shift_of_the_effective_teacher_has_the_stated_mean_and_variance():
+    # book, beyond-prop-effective: delta = Tr((C - I) S)/sqrt(d) has mean sqrt(r/d) Tr(C - I)/sqrt(d)
+    # and variance 2 Tr((C - I)^2)/d^2 over the teacher
+    d, rho, N = 40, 0.5, 3000
+    C = 1.3 * toeplitz_covariance(d, 0.5)
+    A = C - np.eye(d)
+    rng = np.random.default_rng(0)
+    deltas = np.array([np.trace(A @ sample_teacher(d, rho, rng, backend="numpy"))
+                       for _ in range(N)]) / math.sqrt(d)
+    var = 2 * np.sum(A * A) / d ** 2
+    mean = math.sqrt(round(rho * d) / d) * np.trace(A) / math.sqrt(d)
+    assert abs(deltas.mean() - mean) < 5 * math.sqrt(var / N)
+    assert abs(deltas.var(ddof=1) / var - 1) < 5 * math.sqrt(2 / N) * 1.5
