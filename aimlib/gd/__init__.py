@@ -11,13 +11,17 @@ The student has the teacher's architecture (book, chapter "Gradient descent"):
 Modules: :mod:`~aimlib.gd.student` (indices through ``X W``, output, loss and
 its analytic gradient), :mod:`~aimlib.gd.optim` (Adam and plain gradient
 descent), :mod:`~aimlib.gd.memory` (the memory guard), :mod:`~aimlib.gd.train`
-(:func:`train_gd`: ``k`` restarts batched in one array computation) and
-:mod:`~aimlib.gd.run` (:func:`run_gd`: sample a data set and train).  Every
+(:func:`train_gd`: ``k`` restarts batched in one array computation),
+:mod:`~aimlib.gd.run` (:func:`run_gd`: sample a data set and train) and
+:mod:`~aimlib.gd.deep` (the two-layer softmax student of the chapter "Deep
+attention": its output, gradient, :func:`train_deep_gd` and :func:`run_deep_gd`).  Every
 array operation goes through :func:`aimlib.backend.get_array_module`, so the
 same code runs on NumPy and CuPy.
 """
 from .._validate import MEMORY_MB
 from ..channels.softmax import BETA_MAX
+from .deep import (DeepGDResult, deep_loss, deep_loss_and_grad, deep_memory_estimate, deep_student_indices,
+                   deep_student_output, run_deep_gd, train_deep_gd)
 from .memory import memory_estimate
 from .optim import OPTIMIZERS
 from .run import run_gd
@@ -39,4 +43,12 @@ __all__ = [
     "MEMORY_MB",
     "BETA_MAX",
     "OPTIMIZERS",
+    "DeepGDResult",
+    "deep_student_indices",
+    "deep_student_output",
+    "deep_loss",
+    "deep_loss_and_grad",
+    "deep_memory_estimate",
+    "train_deep_gd",
+    "run_deep_gd",
 ]

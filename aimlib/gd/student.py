@@ -20,6 +20,7 @@ from ..backend import get_array_module, module_named, to_common, to_device
 from ..channels import row_softmax
 from ..channels.softmax import check_beta
 
+
 def as_batch(W, name: str = "W"):
     """Return ``(W3, squeeze)``: ``W`` as ``(k, d, r)`` and whether it came as ``(d, r)``."""
     if W.ndim == 2:
@@ -130,35 +131,45 @@ def loss_grad(X2, y, W3, beta, n, T, want_grad=True):
     r"""Square loss and gradient of a batch of students, without checks.
 
     ``X2`` holds the tokens as ``(n T, d)``, ``y`` the targets ``(n, T, T)``,
-    ``W3`` the weights ``(k, d, r)``.  With ``E = (y_hat - y) / n`` and the
-    softmax Jacobian applied row by row,
-
-    .. math::
-
-        G_{ab} = \beta\, \hat y_{ab} \Bigl(E_{ab} - \sum_c E_{ac} \hat y_{ac}\Bigr),
-        \qquad
-        \nabla_W L = \frac{1}{\sqrt r\, d} \Bigl[\sum_\mu X^{\mu\top} (G^\mu + G^{\mu\top}) P^\mu
-                     - 2 \Bigl(\sum_\mu \operatorname{Tr} G^\mu\Bigr) W \Bigr],
-
-    at a cost of ``O(n T d r)``.  Returns ``(L, grad)``: ``(k,)`` and
+    ``W3`` the weights ``(k, d, r)``.  With ``E = (y_hat - y) / n = dL/dy_hat``,
+    ``G = dL/dh_hat`` is :func:`softmax_backward` of ``E`` and the gradient is
+    :func:`index_grad` of ``G``, at a cost of ``O(n T d r)``.  Returns ``(L, grad)``: ``(k,)`` and
     ``(k, d, r)`` (``grad`` is ``None`` if ``want_grad`` is false).
     """
-    xp = get_array_module(X2, W3)
-    k, d, r = W3.shape
     P, h = _indices(X2, W3, n, T)
     yh = row_softmax(beta * h)
     R = yh - y
     L = 0.5 * (R * R).sum(axis=(1, 2, 3)) / n
     if not want_grad:
         return L, None
-    E = R / n
-    G = beta * yh * (E - (E * yh).sum(axis=-1, keepdims=True))           # dL/dh_hat
-    c = 1.0 / (float(np.sqrt(r)) * d)
+    return L, index_grad(X2, W3, P, softmax_backward(yh, R / n, beta))
+
+
+def softmax_backward(yh, E, beta):
+    r"""``dL/dh`` from ``E = dL/dy`` through ``y = softmax(beta h)`` row by row.
+
+    .. math::  G_{ab} = \beta\, y_{ab} \Bigl(E_{ab} - \sum_c E_{ac}\, y_{ac}\Bigr).
+    """
+    return beta * yh * (E - (E * yh).sum(axis=-1, keepdims=True))
+
+
+def index_grad(X2, W3, P, G):
+    r"""``dL/dW`` from ``G = dL/dh_hat`` (shape ``(k, n, T, T)``, entries independent).
+
+    With ``P = X W`` from :func:`_indices`,
+
+    .. math::  \nabla_W L = \frac{1}{\sqrt r\, d} \Bigl[\sum_\mu X^{\mu\top} (G^\mu + G^{\mu\top}) P^\mu
+               - 2 \Bigl(\sum_\mu \operatorname{Tr} G^\mu\Bigr) W \Bigr],
+
+    at a cost of ``O(n T d r)``; returns ``(k, d, r)``.
+    """
+    xp = get_array_module(X2, W3)
+    k, d, r = W3.shape
+    n, T = G.shape[1:3]
     dP = (G + xp.swapaxes(G, 2, 3)) @ P                                     # (k, n, T, r)
     grad = X2.T @ dP.reshape(k, n * T, r)
     trG = xp.trace(G, axis1=2, axis2=3).sum(axis=1)                         # (k,)
-    grad = c * (grad - 2.0 * trG[:, None, None] * W3)
-    return L, grad
+    return (grad - 2.0 * trG[:, None, None] * W3) / (float(np.sqrt(r)) * d)
 
 
 def _checked_loss_grad(X, y, W, beta, want_grad):
