@@ -1,6 +1,8 @@
-# The two commands of the README:
+# The commands of the README:
 #   make book   bootstrap, then build the book strictly with every chapter executed
 #   make test   bootstrap, then unit tests, the strict book build and the browser tests
+#   make live   serve the built book (building it if missing) with a local kernel server
+#               behind each page's "Live" button, on http://127.0.0.1:8000 (127.0.0.1 only)
 # Also: make lab (chapters as notebooks in JupyterLab), make bench (benchmarks),
 #       make app (the playground as a live Voila app on http://127.0.0.1:8866).
 
@@ -9,7 +11,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 BUILD  := _build
 
-.PHONY: book test lab bench vendor clean app
+.PHONY: book test lab bench vendor clean app live
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,8 +25,10 @@ node_modules/.installed: package.json package-lock.json
 
 # Offline browser assets copied where Sphinx serves them from (_vendor -> _static):
 # MathJax 3, and for the widgets require.js, the html-manager's embed-amd.js with its
-# font files, and a shim (fonts path, MathJax 2 API) from book/_ext.
+# font files, and a shim (fonts path, MathJax 2 API) from book/_ext; for live mode
+# (book/_ext/aim_live.py) Thebe's bundle and stylesheet, without source maps.
 WIDGETS_JS := node_modules/@jupyter-widgets/html-manager/dist
+THEBE_JS   := node_modules/thebe/lib
 
 _vendor/.installed: node_modules/.installed book/_ext/widgets-shim.js
 	rm -rf _vendor && mkdir -p _vendor/widgets
@@ -32,6 +36,8 @@ _vendor/.installed: node_modules/.installed book/_ext/widgets-shim.js
 	cp node_modules/requirejs/require.js $(WIDGETS_JS)/embed-amd.js _vendor/widgets/
 	cp $(WIDGETS_JS)/*.woff $(WIDGETS_JS)/*.woff2 $(WIDGETS_JS)/*.ttf $(WIDGETS_JS)/*.eot $(WIDGETS_JS)/*.svg _vendor/widgets/
 	cp book/_ext/widgets-shim.js _vendor/widgets/shim.js
+	mkdir -p _vendor/thebe
+	cp $(THEBE_JS)/*.js $(THEBE_JS)/*.LICENSE.txt $(THEBE_JS)/thebe.css _vendor/thebe/
 	touch $@
 
 vendor: _vendor/.installed
@@ -55,6 +61,15 @@ app: $(VENV)/.installed
 	JUPYTER_PATH=$(CURDIR)/book/_ext $(VENV)/bin/voila $(BUILD)/app/playground.ipynb \
 	  --no-browser --port=$(APP_PORT) --Voila.ip=127.0.0.1 --template=aim \
 	  --VoilaConfiguration.extension_denylist=jupyterlab-jupytext
+
+# Live mode: the built book on http://127.0.0.1:$(LIVE_PORT) and jupyter_server on
+# 127.0.0.1:$(KERNEL_PORT) with a fresh token that only the book's address is given
+# (book/_ext/live_server.py); "Live" on a page runs its panels in that kernel.
+LIVE_PORT   ?= 8000
+KERNEL_PORT ?= 8889
+live: $(VENV)/.installed
+	@test -f $(BUILD)/html/index.html || $(MAKE) book PYTHON=$(PYTHON)
+	$(PY) book/_ext/live_server.py --html $(BUILD)/html --port $(LIVE_PORT) --kernel-port $(KERNEL_PORT)
 
 lab: $(VENV)/.installed
 	$(VENV)/bin/jupytext --sync book/*.md

@@ -18,6 +18,8 @@ amp
     GAMP-RIE, the message-passing algorithm that tracks the state evolution.
 gd
     Gradient descent on attention students, with averaging over restarts.
+convex
+    The convex route: minimum-trace recovery, its statistical dimension and threshold.
 sweep
     Parameter sweeps with a resumable result store (needs the ``sweep`` extra).
 widgets
@@ -31,12 +33,12 @@ cli
 """
 import importlib
 
-from . import amp, backend, channels, gd, model, rmt, state_evolution
+from . import amp, backend, channels, convex, gd, model, rmt, state_evolution
 from .errors import ConvergenceError
 
 __version__ = "0.1.0"
 _ON_DEMAND = ("sweep", "widgets", "plotting", "cli")
-__all__ = ["amp", "backend", "channels", "gd", "model", "rmt", "state_evolution", *_ON_DEMAND,
+__all__ = ["amp", "backend", "channels", "convex", "gd", "model", "rmt", "state_evolution", *_ON_DEMAND,
            "ConvergenceError", "__version__"]
 
 

@@ -14,6 +14,12 @@ Commands
 
         python -m aimlib threshold --channel softmax --T 2 --rho 0.5
 
+    ``--estimator min-trace`` (noiseless softmax only) prints instead the
+    threshold ``alpha_cvx = 2 psi(rho)/(T^2 + T - 2)`` of minimum-trace recovery
+    (:mod:`aimlib.convex`)::
+
+        python -m aimlib threshold --channel softmax --estimator min-trace --T 2 --rho 0.5
+
 ``amp``
     One GAMP-RIE run on sampled data, CSV ``alpha,d,seed,mmse,iterations,seconds``::
 
@@ -166,12 +172,27 @@ def _se_run(args) -> int:
     return 0
 
 
+def _threshold_arguments(p):
+    _add_common(p)
+    p.add_argument("--estimator", choices=["bayes", "min-trace"], default="bayes",
+                   help="bayes: the Bayes-optimal threshold (default); min-trace: the convex "
+                        "route's, minimum-trace recovery (noiseless softmax only)")
+
+
 def _threshold_run(args) -> int:
     """Perfect recovery (noiseless softmax/linear), or the hardmax weak recovery at ``rho -> 0``."""
     from . import state_evolution as se
     from .channels import hardmax
 
     ch = _channel(args)
+    if args.estimator == "min-trace":
+        from .convex import min_trace_threshold
+
+        if args.channel != "softmax" or ch.linear_k(args.T) is None:
+            raise UsageError(f"--estimator min-trace needs the noiseless softmax channel, got "
+                             f"--channel {args.channel}{' with --noise' if getattr(ch, 'noise', 0) else ''}")
+        print(_fmt(min_trace_threshold(_rho(args, ch), args.T)))
+        return 0
     if args.channel != "hardmax":
         print(_fmt(se.perfect_recovery_threshold(_rho(args, ch), args.T, ch)))
         return 0
@@ -234,6 +255,13 @@ def _gd_arguments(p):
                    help="softmax inverse temperature (default: 1)")
     p.add_argument("--restarts", type=int, default=1, help="students averaged (default: 1)")
     p.add_argument("--steps", type=int, default=1000, help="Adam steps (default: 1000)")
+    p.add_argument("--student", choices=["factorised", "direct"], default="factorised",
+                   help="W W^T / sqrt(k d) of width --rank, or S_hat trained entrywise (default: factorised)")
+    p.add_argument("--rank", type=int, default=None,
+                   help="width k of the factorised student (default: the teacher's, rho d)")
+    p.add_argument("--weight-decay", type=float, default=0.0,
+                   help="lambda >= 0: adds (lambda/2) Tr S_hat (factorised) or (lambda/2) ||S_hat||_F^2 "
+                        "(direct) to the loss (default: 0)")
 
 
 def _gd_run(args) -> int:
@@ -242,7 +270,9 @@ def _gd_run(args) -> int:
     if len(args.rho) != 1:
         raise UsageError(f"--rho must hold one width ratio for gd, got {len(args.rho)}")
     row = gd.run_gd(args.T, args.rho[0], args.alpha, args.d, args.seed, restarts=args.restarts,
-                    backend=args.backend, dtype=args.dtype, beta=args.beta, steps=args.steps)
+                    backend=args.backend, dtype=args.dtype, beta=args.beta, steps=args.steps,
+                    student=args.student, weight_decay=args.weight_decay,
+                    **({} if args.rank is None else {"rank": args.rank}))
     _print_row(["alpha", "d", "seed", "restarts", "mmse_single", "mmse_averaged", "seconds"], row)
     return 0
 
@@ -321,7 +351,8 @@ def _sweep_run(args) -> int:
 #: command -> (help, add_arguments(parser), run(args) -> exit status)
 COMMANDS: dict[str, tuple[str, Callable, Callable]] = {
     "se": ("state-evolution fixed points as CSV (alpha,mmse,q)", _se_arguments, _se_run),
-    "threshold": ("perfect-recovery (or hardmax weak-recovery) threshold", _add_common, _threshold_run),
+    "threshold": ("perfect-recovery (or hardmax weak-recovery) threshold", _threshold_arguments,
+                  _threshold_run),
     "amp": ("one GAMP-RIE run at finite d as CSV (alpha,d,seed,mmse,iterations,seconds)",
             _amp_arguments, _amp_run),
     "gd": ("gradient descent at finite d, single and averaged over restarts, as CSV",

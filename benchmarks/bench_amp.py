@@ -3,9 +3,9 @@
 Cases
 -----
 (a) softmax, ``T = 3``, ``d = 150``, ``alpha = 0.05`` (``n = 1125``): the
-    setting for which the published research implementation, which builds
-    ``(n, d, d, T, T)`` tensors, took about 170 s and 5.5 GB.  Targets: < 10 s,
-    < 300 MB.
+    setting at which ``published_timings.py`` runs the published research
+    implementation, which builds ``(n, d, d, T, T)`` tensors (5.5 GB of data
+    arrays).  Targets: < 10 s, < 300 MB.
 (b) softmax, ``T = 2``, ``d = 500``, ``alpha = 0.1`` (``n = 25000``), run to
     convergence.  Target: < 5 min on 2 cores.  ``--skip-large`` leaves it out.
 
@@ -102,8 +102,8 @@ def main(argv=None) -> int:
               "each case in its own subprocess; amp_seconds is the iteration loop only; "
               "maxrss_mb is the peak resident memory of that subprocess (interpreter included); "
               "tracemalloc_peak_mb the peak of traced allocations (data set included)."),
-        reference=("published research implementation, case (a): ~170 s and ~5.5 GB "
-                   "(Boncoraglio et al. 2025)"),
+        reference=("published research implementation, case (a): "
+                   "benchmarks/results/published.json (published_timings.py)"),
         cases=rows))
     return 0
 

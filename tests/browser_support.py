@@ -67,17 +67,19 @@ def serve(directory):
         server.shutdown()
 
 
-def watch(page, base: str) -> dict:
+def watch(page, base: str, also: tuple[str, ...] = ()) -> dict:
     """Abort every off-site request of ``page`` and record problems as they happen.
 
+    Requests to ``base``'s host and to the hosts of the URLs in ``also`` (a local
+    kernel server) go through.
     Returns a dict of lists, filled while the page lives: console errors, page
     errors, HTTP responses >= 400 and off-site URLs.
     """
     seen = {"console": [], "page": [], "http": [], "offsite": []}
-    host = urlparse(base).netloc
+    hosts = {urlparse(u).netloc for u in (base, *also)} | {""}
 
     def route(r):
-        if urlparse(r.request.url).netloc in (host, ""):
+        if urlparse(r.request.url).netloc in hosts:
             r.continue_()
         else:
             seen["offsite"].append(r.request.url)

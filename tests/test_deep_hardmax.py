@@ -122,6 +122,49 @@ def test_the_fisher_interpolant_against_its_quadrature():
         ch.fisher((1.4999, 0.5), (1.5, 1.5), 2)
 
 
+@pytest.mark.parametrize("c", dh.STORED_RESIDUALS)
+def test_the_stored_tables_pass_through_fresh_quadrature_at_their_nodes(c):
+    """Interpolation at the Chebyshev nodes is exact: the stored table must reproduce G_l there."""
+    assert float(c) in dh._stored(), "aimlib/data/deep_hardmax_tables.npz lacks this c or has other settings"
+    ch, (_, lam) = DeepAttention(c=c), dh.chebyshev_grid()
+    for i, j in [(0, 3), (5, 10), (9, 1)]:
+        direct = dh.fisher_scaled_direct(ch, lam[i], lam[j])
+        assert dh.fisher_scaled(c, lam[i], lam[j]) == pytest.approx(direct, rel=1e-9)
+
+
+def test_a_residual_without_a_stored_table_is_built_on_demand(monkeypatch):
+    monkeypatch.setattr(dh, "build_table", lambda c: ("built", c))
+    dh._cheb.cache_clear()
+    try:
+        assert dh._cheb(0.7) == ("built", 0.7)
+        assert dh._cheb(0.5) is dh._stored()[0.5]
+    finally:
+        dh._cheb.cache_clear()
+
+
+def test_two_layer_free_entropy_is_stationary_at_the_fixed_point():
+    """d Phi / d qhat_l = 0 (the prior side) and d Phi / d q_l = 0 (the channel side) at the SE fixed point."""
+    ch, alpha, eps = DeepAttention(c=0.5), 0.8, 1e-4
+    r = se.solve(alpha, ch, T=2, rho=(0.5, 0.5), tol=1e-12)
+    q, qhat = np.array(r.q), np.array(r.qhat)
+    phi = lambda q_, qh_: se.free_entropy(q_, qh_, alpha, ch, T=2, rho=(0.5, 0.5))  # noqa: E731
+    for ell in range(2):
+        e = np.eye(2)[ell] * eps
+        d_qhat = (phi(q, qhat + e) - phi(q, qhat - e)) / (2 * eps)
+        d_q = (phi(q + e, qhat) - phi(q - e, qhat)) / (2 * eps)
+        assert abs(d_qhat) < 1e-6 and abs(d_q) < 1e-3 * qhat[ell]
+    # away from the fixed point the slopes are not zero
+    assert abs((phi(q, qhat + [0.5, 0]) - phi(q, qhat - [0.5, 0])) / 1.0) > 1e-3
+
+
+def test_the_two_layer_fixed_point_is_the_same_from_an_informed_start():
+    ch = DeepAttention(c=0.5)
+    for alpha in (0.2, 1.0, 2.5):
+        cold = se.solve(alpha, ch, T=2, rho=(0.5, 0.5), tol=1e-11)
+        warm = se.solve(alpha, ch, T=2, rho=(0.5, 0.5), tol=1e-11, init=(0.01, 0.01))
+        assert np.allclose(cold.mmse, warm.mmse, atol=1e-7)
+
+
 def test_state_evolution_layer_two_is_learned_first_and_the_cli_prints_both_layers(capsys):
     ch = DeepAttention(c=0.5)
     c = se.curve([0.1, 0.5, 1.0, 2.0], ch, T=2, rho=(0.5, 0.5), tol=1e-10)
@@ -145,3 +188,14 @@ def test_gamp_rie_with_two_denoisers_lands_on_the_two_layer_state_evolution():
 def test_the_forward_map_of_hardmax_layers_uses_the_one_layer_channel():
     h = sample_indices(50, 3, 1.0, 7)
     assert np.array_equal(DeepAttention(c=0.3)._sigma(h), Hardmax().clean(h))
+
+
+def test_limit_thresholds_are_where_each_layer_leaves_one():
+    onset = dh.limit_thresholds(0.5, tol=1e-7)
+    assert onset[1] == pytest.approx(1 / dh.fisher_scaled(0.5, 0.0, 0.0)[1], rel=1e-12)
+    assert onset[0] > onset[1]          # the second layer is learned first
+    for layer in range(2):
+        assert dh.limit_error(onset[layer] * 0.999, 0.5)[layer] == pytest.approx(1.0, abs=1e-9)
+        assert dh.limit_error(onset[layer] * 1.01, 0.5)[layer] < 1 - 1e-6
+    with pytest.raises(ValueError, match="alpha_bar_max"):
+        dh.limit_thresholds(0.5, alpha_bar_max=1.5)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -13,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from aimlib import cli, sweep
+from aimlib import state_evolution as se
+from aimlib.channels import DeepAttention
 from aimlib.sweep import Run, SpecError, SweepSpec, expand, load_spec, read_results, run_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -675,3 +678,50 @@ def test_load_results_gives_the_rows_in_spec_order():
     assert rows == sweep.read_results(spec.with_suffix(".csv"), keys=keys) and len(rows) == 40
     with pytest.raises(TypeError, match="out must be given"):
         sweep.load_results({"method": "se", "T": 2, "rho": 0.5, "alpha": [0.1]})
+
+
+# -- two-layer attention (deep-hardmax): c, one width per layer, one error per layer ------------
+
+DEEP = {"method": ["se", "amp"], "channel": "deep-hardmax", "c": 0.5, "T": 2,
+        "rho": [0.5, [0.25, 0.5]], "alpha": 1.0, "d": 16, "options": {"amp": {"max_iter": 60}}}
+
+
+@pytest.mark.parametrize("changes, field, words", [
+    ({"c": None}, "c", "required by channel 'deep-hardmax'"),
+    ({"c": 1.0}, "c", "collide"),
+    ({"channel": "softmax"}, "c", "deep-hardmax channel only"),
+    ({"T": 3}, "T", "T = 2"),
+    ({"noise": 0.1}, "noise", "no label noise"),
+    ({"method": "gd", "options": None}, "channel", "softmax"),
+    ({"rho": [[0.5, 0.5, 0.5]]}, "rho[0]", "3 widths"),
+    ({"rho": [[0.5]]}, "rho[0]", "one per teacher"),
+    ({"rho": [[0.5, 1e-9]]}, "rho[0][1]", "[0.0001, 10000.0]"),
+])
+def test_deep_spec_errors_name_the_field(changes, field, words):
+    spec = {k: v for k, v in {**DEEP, **changes}.items() if v is not None}
+    with pytest.raises(SpecError, match=re.escape(f"spec field '{field}'")) as err:
+        SweepSpec.from_dict(spec)
+    assert words in str(err.value)
+
+
+def test_deep_runs_carry_both_widths_and_c_in_their_keys():
+    runs = expand(DEEP)
+    assert sorted(r.rho for r in runs if r.method == "se") == [(0.25, 0.5), (0.5, 0.5)]
+    assert all(r.c == 0.5 and r.params()["c"] == 0.5 for r in runs)
+    other_c = expand({**DEEP, "c": 2.0})
+    assert not {r.key for r in runs} & {r.key for r in other_c}
+    # the one-layer keys are those of before: no c among their parameters
+    assert "c" not in expand(BASE)[0].params()
+
+
+def test_deep_sweep_rows_hold_one_error_per_layer(tmp_path):
+    out = tmp_path / "deep.csv"
+    spec = {**DEEP, "rho": 0.5}
+    assert run_sweep(spec, out, workers=1, progress=False).complete
+    rows = read_results(out, keys=[r.key for r in expand(spec)])
+    se_row, amp_row = rows
+    expected = se.solve(1.0, DeepAttention(c=0.5), T=2, rho=(0.5, 0.5)).mmse
+    assert se_row["rho"] == (0.5, 0.5) and se_row["mmse"] is None
+    assert se_row["mmse_layers"] == pytest.approx(expected, abs=1e-8)
+    assert len(amp_row["mmse_layers"]) == 2 and len(amp_row["mmse_pred_layers"]) == 2
+    assert amp_row["c"] == 0.5 and amp_row["n"] == 256

@@ -258,5 +258,5 @@ def test_amp_panel_runs_on_click():
 
 def test_playground_collects_the_panels():
     box = aw.playground()
-    assert set(box.panels) == {"se", "phase", "noise", "spectrum", "amp"}
+    assert set(box.panels) == {"se", "phase", "noise", "spectrum", "amp", "deep"}
     assert all(pn.error == "" and pn.last_png.startswith(PNG) for pn in box.panels.values())

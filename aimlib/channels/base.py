@@ -206,14 +206,19 @@ class Channel:
 
         The identity ``d Psi_out / dq = F_out / 4`` (book, chapter "The replica
         computation") makes this integral the generic route; channels with a
-        closed form override it.
+        closed form override it.  With ``L`` indices ``d Psi_out / dq_l = F_l / 4``
+        for each ``l`` (the diagonal state evolution), and the integral runs along
+        the segment from ``0`` to ``q``: ``(1/4) int_0^1 sum_l q_l F_l(t q) dt``.
         """
         from scipy.integrate import quad
 
-        if self.n_indices != 1:
-            raise self._not_implemented("output_free_entropy")
         q, Q0, T, _ = self._fisher_args(q, Q0, T)
-        val, _ = quad(lambda s: self.fisher(s, Q0, T), 0.0, q, limit=200)
+        if self.n_indices == 1:
+            val, _ = quad(lambda s: self.fisher(s, Q0, T), 0.0, q, limit=200)
+        else:
+            qv = np.asarray(q)
+            val, _ = quad(lambda t: float(np.dot(qv, self.fisher(tuple(t * qv), Q0, T))), 0.0, 1.0,
+                          limit=200)
         return val / 4.0
 
     def generalization_error(self, q, Q0, T):

@@ -24,6 +24,7 @@ average over the posterior weights ``w_P`` of the pattern-wise gradients.
 from __future__ import annotations
 
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -34,7 +35,8 @@ from ._bivariate import grad_log_bvn, log_bvn_cdf
 from .base import Channel
 from .softmax import check_beta, row_softmax
 
-__all__ = ["DeepAttention", "PATTERNS", "functionals", "fisher_scaled", "fisher_scaled_direct", "limit_map",
+__all__ = ["DeepAttention", "PATTERNS", "functionals", "fisher_scaled", "fisher_scaled_direct", "build_table",
+           "write_tables", "STORED_RESIDUALS", "limit_map", "limit_thresholds",
            "limit_error"]
 
 #: the four layer-1 sign patterns ``(s_1, s_2)`` of ``T = 2``
@@ -108,28 +110,40 @@ class DeepAttention(Channel):
             raise NotImplementedError(f"DeepAttention: the Bayes side is implemented for two hardmax layers "
                                       f"and T = 2, got layer={self.layer!r}, T={T}")
 
-    def _terms(self, y, omega, V):
-        """Per pattern: ``log a_P + log b_P`` and the gradients in ``omega_1`` (2x2) and ``omega_2`` (3 entries)."""
-        xp, y, omega, V, T = self._bayes_args(y, omega, V)
-        self._require_bayes(T)
-        t = hardmax.signs_from_output(to_host(y))
-        o1, o2 = to_host(omega[..., 0, :, :]), to_host(omega[..., 1, :, :])
-        w2 = np.stack([o2[..., 0, 0], 0.5 * (o2[..., 0, 1] + o2[..., 1, 0]), o2[..., 1, 1]], axis=-1)
-        logs, g1s, g2s = [], [], []
+    def _layer1_terms(self, o1, V1):
+        """Per pattern ``P``: ``log a_P``, the probability of the layer-1 signs, and its gradient in ``omega_1``."""
+        logs, grads = [], []
         for s in PATTERNS:
-            signs = np.broadcast_to(np.array(s), t.shape)
+            signs = np.broadcast_to(np.array(s), o1.shape[:-2] + (2,))
+            logs.append(to_host(hardmax.log_partition(signs, o1, V1)))
+            grads.append(to_host(hardmax.g_out(signs, o1, V1)))
+        return np.stack(logs, -1), np.stack(grads, -3)
+
+    def _layer2_terms(self, t, o2, V2):
+        """Per pattern ``P``: ``log b_P``, the probability of the output signs ``t`` given ``P``, and its
+        gradient in the entries ``(omega_11, omega_12, omega_22)`` of ``omega_2``."""
+        w2 = np.stack([o2[..., 0, 0], 0.5 * (o2[..., 0, 1] + o2[..., 1, 0]), o2[..., 1, 1]], axis=-1)
+        logs, grads = [], []
+        for s in PATTERNS:
             L = functionals(self.c, *s)
-            C = V[1] * (L * _ENTRY_VAR) @ L.T
+            C = V2 * (L * _ENTRY_VAR) @ L.T
             sd = np.sqrt(np.diag(C))
             r = t[..., 0] * t[..., 1] * C[0, 1] / (sd[0] * sd[1])
             k = t * (w2 @ L.T) / sd
             log_b = log_bvn_cdf(k[..., 0], k[..., 1], r)
             a1, a2 = grad_log_bvn(k[..., 0], k[..., 1], r, log_b)
-            g2 = (a1 * t[..., 0] / sd[0])[..., None] * L[0] + (a2 * t[..., 1] / sd[1])[..., None] * L[1]
-            logs.append(to_host(hardmax.log_partition(signs, o1, V[0])) + log_b)
-            g1s.append(to_host(hardmax.g_out(signs, o1, V[0])))
-            g2s.append(g2)
-        return xp, np.stack(logs, -1), np.stack(g1s, -3), np.stack(g2s, -2)
+            logs.append(log_b)
+            grads.append((a1 * t[..., 0] / sd[0])[..., None] * L[0] + (a2 * t[..., 1] / sd[1])[..., None] * L[1])
+        return np.stack(logs, -1), np.stack(grads, -2)
+
+    def _log_z_and_g(self, y, omega, V):
+        """``(xp, log Z_out, g)``: the pattern sum and the posterior-weighted pattern gradients."""
+        xp, y, omega, V, T = self._bayes_args(y, omega, V)
+        self._require_bayes(T)
+        t = hardmax.signs_from_output(to_host(y))
+        log_a, g1s = self._layer1_terms(to_host(omega[..., 0, :, :]), V[0])
+        log_b, g2s = self._layer2_terms(t, to_host(omega[..., 1, :, :]), V[1])
+        return (xp,) + _pattern_posterior(log_a + log_b, g1s, g2s)
 
     def fisher(self, q, Q0, T):
         r"""``(F_1, F_2) = (G_1/V_1, G_2/V_2)`` at ``lambda_l = q_l/V_l`` (:func:`fisher_scaled`).
@@ -143,18 +157,6 @@ class DeepAttention(Channel):
                              f"deep-hardmax F_out, errors V_l >= Q0_l/{1 + LAMBDA_MAX:g}), got q={q}, Q0={Q0}")
         return tuple(fisher_scaled(self.c, q[0] / V[0], q[1] / V[1]) / np.array(V))
 
-    def _log_z_and_g(self, y, omega, V):
-        """``(xp, log Z_out, g)``: the pattern sum and the posterior-weighted pattern gradients."""
-        xp, logs, g1s, g2s = self._terms(y, omega, V)
-        top = logs.max(axis=-1, keepdims=True)
-        w = np.exp(logs - top)
-        total = w.sum(axis=-1, keepdims=True)
-        w /= total
-        g1 = (w[..., None, None] * g1s).sum(axis=-3)
-        e = (w[..., None] * g2s).sum(axis=-2)
-        g2 = np.stack([np.stack([e[..., 0], e[..., 1]], -1), np.stack([e[..., 1], e[..., 2]], -1)], -2)
-        return xp, (top + np.log(total))[..., 0], np.stack([g1, g2], axis=-3)
-
     def log_partition(self, y, omega, V):
         """``log Z_out``: the log-probability of the output signs, summed over the four latent patterns."""
         xp, logz, _ = self._log_z_and_g(y, omega, V)
@@ -166,19 +168,36 @@ class DeepAttention(Channel):
         return to_device(g, xp)
 
 
+def _pattern_posterior(logs, g1s, g2s):
+    """``(log Z_out, g)`` from the per-pattern ``log a_P b_P`` and gradients: ``Z_out = sum_P a_P b_P``
+    and ``g_l = sum_P w_P g_{l,P}`` with the posterior weights ``w_P = a_P b_P / Z_out``."""
+    top = logs.max(axis=-1, keepdims=True)
+    w = np.exp(logs - top)
+    total = w.sum(axis=-1, keepdims=True)
+    w /= total
+    g1 = (w[..., None, None] * g1s).sum(axis=-3)
+    e = (w[..., None] * g2s).sum(axis=-2)
+    g2 = np.stack([np.stack([e[..., 0], e[..., 1]], -1), np.stack([e[..., 1], e[..., 2]], -1)], -2)
+    return (top + np.log(total))[..., 0], np.stack([g1, g2], axis=-3)
+
+
 # -- F_l: deterministic quasi-Monte Carlo over omega, exact sum over the outputs ---------
 
 SOBOL_LOG2 = 12       # 2^12 scrambled Sobol points for the six omega entries
 CHEB_DEG = 10         # degree of the 2-d Chebyshev interpolant of log G_l per axis
 LAMBDA_MAX = 1e3      # largest q_l / V_l tabulated (errors down to about 1e-3)
+SOBOL_SEED = 20251130  # the fixed scramble: F_l is a deterministic function of lambda
 _X_MIN = 1.0 / np.sqrt(1.0 + LAMBDA_MAX)
+#: residual strengths whose interpolants ship with the package (``aimlib/data``), checked by the tests
+STORED_RESIDUALS = (0.5, 2.0, -0.5, 3.0)
+TABLES = Path(__file__).resolve().parents[1] / "data" / "deep_hardmax_tables.npz"
 
 
 @lru_cache(maxsize=1)
 def _sobol_normals():
     from scipy.stats import norm, qmc
 
-    return norm.ppf(qmc.Sobol(d=6, scramble=True, seed=20251130).random_base2(SOBOL_LOG2))
+    return norm.ppf(qmc.Sobol(d=6, scramble=True, seed=SOBOL_SEED).random_base2(SOBOL_LOG2))
 
 
 def fisher_scaled_direct(channel: "DeepAttention", lam1: float, lam2: float) -> np.ndarray:
@@ -196,28 +215,63 @@ def fisher_scaled_direct(channel: "DeepAttention", lam1: float, lam2: float) -> 
     for ell, lam in enumerate((lam1, lam2)):
         e = z[:, 3 * ell:3 * ell + 3] * sd * np.sqrt(lam)
         omega[:, ell] = np.stack([np.stack([e[:, 0], e[:, 1]], -1), np.stack([e[:, 1], e[:, 2]], -1)], -2)
+    log_a, g1s = channel._layer1_terms(omega[:, 0], 1.0)    # the same for every output
     G = np.zeros(2)
     for t in PATTERNS:
-        y = np.broadcast_to(hardmax.output_from_signs(np.array(t)), (len(z), 2, 2))
-        _, logz, g = channel._log_z_and_g(y, omega, (1.0, 1.0))
+        log_b, g2s = channel._layer2_terms(np.broadcast_to(np.array(t), (len(z), 2)), omega[:, 1], 1.0)
+        logz, g = _pattern_posterior(log_a + log_b, g1s, g2s)
         p = np.exp(logz)
         G += 2 * np.mean(p[:, None] * (2 * g[..., 0, 0] ** 2 + g[..., 0, 1] ** 2 + 2 * g[..., 1, 1] ** 2), axis=0)
     return G
 
 
-@lru_cache(maxsize=16)
-def _cheb(c: float):
-    """Chebyshev coefficients of ``log G_l`` in ``x_l = 1/sqrt(1 + lambda_l)``, per layer."""
-    ch = DeepAttention(c=c)
+def chebyshev_grid() -> tuple[np.ndarray, np.ndarray]:
+    """``(u, lambda)``: the Chebyshev nodes ``u`` in ``[-1, 1]`` and the ``lambda_l`` they stand for."""
     u = np.cos(np.pi * (np.arange(CHEB_DEG + 1) + 0.5) / (CHEB_DEG + 1))
-    lam = 1.0 / (_X_MIN + (1.0 - _X_MIN) * (u + 1) / 2) ** 2 - 1.0
+    return u, 1.0 / (_X_MIN + (1.0 - _X_MIN) * (u + 1) / 2) ** 2 - 1.0
+
+
+def build_table(c: float) -> np.ndarray:
+    """Chebyshev coefficients ``(2, deg + 1, deg + 1)`` of ``log G_l`` in ``x_l = 1/sqrt(1 + lambda_l)``."""
+    ch = DeepAttention(c=c)
+    u, lam = chebyshev_grid()
     vals = np.array([[np.log(fisher_scaled_direct(ch, max(a, 0.0), max(b, 0.0))) for b in lam] for a in lam])
     Vinv = np.linalg.inv(np.polynomial.chebyshev.chebvander(u, CHEB_DEG))   # tensor grid: C = V^-1 F V^-T
-    return [Vinv @ vals[..., ell] @ Vinv.T for ell in range(2)]
+    return np.stack([Vinv @ vals[..., ell] @ Vinv.T for ell in range(2)])
+
+
+def _table_settings() -> np.ndarray:
+    return np.array([SOBOL_LOG2, CHEB_DEG, LAMBDA_MAX, SOBOL_SEED], dtype=float)
+
+
+def write_tables(path=TABLES, residuals=STORED_RESIDUALS) -> Path:
+    """Build the tables of ``residuals`` and store them (``scripts/make_deep_hardmax_tables.py``)."""
+    coef = np.stack([build_table(c) for c in residuals])
+    np.savez(path, c=np.array(residuals, dtype=float), coef=coef, settings=_table_settings())
+    return Path(path)
+
+
+@lru_cache(maxsize=1)
+def _stored() -> dict:
+    """The stored tables by ``c``, if they were made with this module's settings (else none)."""
+    if not TABLES.is_file():
+        return {}
+    with np.load(TABLES) as f:
+        if not np.array_equal(f["settings"], _table_settings()):
+            return {}
+        return {float(c): coef for c, coef in zip(f["c"], f["coef"])}
+
+
+@lru_cache(maxsize=16)
+def _cheb(c: float) -> np.ndarray:
+    """The coefficients for ``c``: stored for :data:`STORED_RESIDUALS`, built (tens of seconds) otherwise."""
+    stored = _stored().get(c)
+    return stored if stored is not None else build_table(c)
 
 
 def fisher_scaled(c: float, lam1: float, lam2: float) -> np.ndarray:
-    """``(G_1, G_2)`` from the cached interpolant (built once per ``c``, about 40 s on one core).
+    """``(G_1, G_2)`` from the interpolant (stored for :data:`STORED_RESIDUALS`; for another ``c`` built
+    once per session, about 20 s on one core).
 
     Accuracy against :func:`fisher_scaled_direct`: 0.1 % for ``lambda_l <= 50``
     (errors ``E_S >= Q0/51``), about 1 % for ``lambda_l`` in ``[100, 1000]``.
@@ -265,3 +319,25 @@ def limit_error(alpha_bar: float, c: float, *, tol: float = 1e-10, max_iter: int
     max_iter_reached(f"the rho -> 0 two-layer SE did not converge at alpha_bar={alpha_bar} in {max_iter} "
                      f"iterations (last E={E.tolist()})", on_max_iter)
     return E
+
+
+def limit_thresholds(c: float, *, tol: float = 1e-6, alpha_bar_max: float = 100.0) -> np.ndarray:
+    r"""``(alpha_bar_1, alpha_bar_2)``: where each layer's error leaves 1 in the ``rho -> 0`` limit.
+
+    ``E = (1, 1)`` loses stability in layer ``l`` at ``1/G_l(0, 0)``; the smaller of the
+    two is the weak-recovery threshold of that layer.  The other layer's onset is
+    found by bisection on :func:`limit_error` (the smallest ``alpha_bar`` with
+    ``E_l < 1 - 1e-9``), to ``tol`` in ``alpha_bar``.
+    """
+    tol = v.positive("tol", tol)
+    linear = 1.0 / fisher_scaled(c, 0.0, 0.0)
+    first = int(np.argmin(linear))
+    lo, hi = linear[first], v.positive("alpha_bar_max", alpha_bar_max)
+    if limit_error(hi, c)[1 - first] > 1 - 1e-9:
+        raise ValueError(f"layer {2 - first} keeps E = 1 up to alpha_bar_max = {hi:g}; raise alpha_bar_max")
+    while hi - lo > tol:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if limit_error(mid, c)[1 - first] > 1 - 1e-9 else (lo, mid)
+    out = np.empty(2)
+    out[first], out[1 - first] = linear[first], hi
+    return out

@@ -26,22 +26,9 @@ from ..errors import check_on_max_iter, max_iter_reached
 from ._bivariate import bvn_cdf, grad_log_bvn, log_bvn_cdf, log_phi
 from .base import Channel
 
-__all__ = [
-    "Hardmax",
-    "CORRELATION",
-    "log_bvn_cdf",
-    "bvn_cdf",
-    "signs_from_output",
-    "output_from_signs",
-    "log_partition",
-    "g_out",
-    "probabilities",
-    "fisher",
-    "fisher_scaled",
-    "weak_recovery_threshold",
-    "limit_error",
-    "limit_map",
-]
+__all__ = ["Hardmax", "CORRELATION", "log_bvn_cdf", "bvn_cdf", "signs_from_output", "output_from_signs",
+           "log_partition", "g_out", "probabilities", "fisher", "fisher_scaled", "weak_recovery_threshold",
+           "limit_error", "limit_map"]
 
 #: correlation of ``u_1 = h_11 - h_12`` and ``u_2 = h_22 - h_12``
 CORRELATION = 1.0 / 3.0
@@ -88,9 +75,7 @@ class Hardmax(Channel):
         return fisher(q, Q0)
 
 
-# ----------------------------------------------------------------------
-# outputs
-# ----------------------------------------------------------------------
+# -- outputs ---------------------------------------------------------------------------
 def signs_from_output(y):
     r"""Convert one-hot hardmax outputs ``(..., 2, 2)`` to signs ``(..., 2)``.
 
@@ -221,9 +206,7 @@ def probabilities(omega, V):
     return np.stack(outs, axis=-1)
 
 
-# ----------------------------------------------------------------------
-# F_out: deterministic quadrature
-# ----------------------------------------------------------------------
+# -- F_out: deterministic quadrature ---------------------------------------------------
 # Localisation of the integrands in kappa units (they decay like exp(-kappa^2/2)
 # or faster beyond these half-widths) and the range of the standard Gaussian weight.
 _BOX_K = 10.0
@@ -357,9 +340,7 @@ def fisher(q, Q0, *, exact: bool = False):
     return fisher_scaled(q / V, exact=exact) / V
 
 
-# ----------------------------------------------------------------------
-# the rho -> 0 limit at fixed alpha_bar = alpha / rho
-# ----------------------------------------------------------------------
+# -- the rho -> 0 limit at fixed alpha_bar = alpha / rho -------------------------------
 def weak_recovery_threshold() -> float:
     r"""``alpha_bar_WR = 1 / F_out(q=0, V=1)`` of the ``rho -> 0`` limit, in closed form.
 

@@ -31,7 +31,8 @@ from .._validate import MEMORY_MB, check_memory
 from .memory import check_memory_mb, memory_estimate
 from .optim import make_optimizer
 from .run import _check_run, _check_run_memory, _sample_and_train
-from .student import _common_dtype, _indices, as_batch, check_xy, gram, index_grad, softmax_backward
+from .student import (_common_dtype, _indices, as_batch, check_xy, gram, index_grad, softmax_backward,
+                      square_loss)
 from .train import GDResult, _Curves, _initial_W, _Problem, _schedule, _teacher_and_test, _train, _training_data
 
 
@@ -68,12 +69,11 @@ def deep_loss_grad(X2, y, W3, r1: int, channel: DeepAttention, n: int, T: int, w
     """
     xp = get_array_module(X2, W3)
     ((P1, h1), (P2, h2)), yh = _forward(channel, X2, W3, r1, n, T)
-    R = yh - y
-    L = 0.5 * (R * R).sum(axis=(1, 2, 3)) / n
+    L, E = square_loss(yh, y, n)
     if not want_grad:
         return L, None
     beta = channel.beta
-    G = softmax_backward(yh, R / n, beta)
+    G = softmax_backward(yh, E, beta)
     Y1 = row_softmax(beta * h1)
     A = channel.c * xp.eye(T, dtype=Y1.dtype) + Y1
     At = xp.swapaxes(A, 2, 3)
@@ -175,23 +175,28 @@ def deep_memory_estimate(n: int, T: int, d: int, ranks, restarts: int = 1, *, n_
 # -- training -----------------------------------------------------------------------
 
 
-class _DeepProblem(_Problem):
-    """A data set and the two-layer student's square loss of ``W = [W_1 | W_2]`` on it."""
+class _DeepObjective:
+    """The square loss of the two-layer student ``W = [W_1 | W_2]`` (no weight decay).
 
-    def __init__(self, X, y, channel: DeepAttention, r1: int):
-        super().__init__(X, y, channel.beta)
+    The interface of :class:`~aimlib.gd.objective.Objective`; the inverse temperature is the channel's.
+    """
+
+    student, weight_decay = "deep", 0.0
+
+    def __init__(self, channel: DeepAttention, r1: int):
         self.channel, self.r1 = channel, r1
 
-    def _loss_grad(self, X2, y, W, n: int, want_grad: bool = True):
-        return deep_loss_grad(X2, y, W, self.r1, self.channel, n, self.T, want_grad)
+    def loss_grad(self, X2, y, W, beta, n, T, want_grad=True):
+        """``(loss (k,), gradient (k, d, r_1 + r_2))`` of :func:`deep_loss_grad` (``beta`` is ``channel.beta``)."""
+        return deep_loss_grad(X2, y, W, self.r1, self.channel, n, T, want_grad)
 
 
 class _DeepCurves(_Curves):
     """The recorded curves, with one estimation error per layer: ``(k, 2)`` per restart, ``(2,)`` averaged."""
 
-    def __init__(self, test, S, r1: int):
-        super().__init__(test, S)
-        self.r1 = r1
+    def __init__(self, test, S, objective: _DeepObjective):
+        super().__init__(test, S, objective)
+        self.r1 = objective.r1
 
     def estimation_errors(self, W):
         S_hats = (gram(W[..., :self.r1]), gram(W[..., self.r1:]))
@@ -297,9 +302,10 @@ def train_deep_gd(X, y, *, c: float = 0.5, beta: float = 1.0, ranks=None, rho=No
     sizes = dict(restarts=k, n=n, T=T, d=d, **({"n_test": test[0].shape[0]} if test else {}))
     check_memory(lambda **s: deep_memory_estimate(**s, ranks=(r1, r2), itemsize=X.dtype.itemsize),
                  sizes, check_memory_mb(memory_mb))
-    W = _initial_W(None, k, r1 + r2, seed, init_scale, X)
-    curves = _DeepCurves(None if test is None else _DeepProblem(*test, channel, r1), S, r1)
-    return _deep_result(*_train(_DeepProblem(X, y, channel, r1), W, rule, sched, curves, seed), curves)
+    W = _initial_W(None, k, r1 + r2, seed, init_scale, X, "factorised")
+    objective = _DeepObjective(channel, r1)
+    curves = _DeepCurves(None if test is None else _Problem(*test, channel.beta, objective), S, objective)
+    return _deep_result(*_train(_Problem(X, y, channel.beta, objective), W, rule, sched, curves, seed), curves)
 
 
 def run_deep_gd(T: int, rho, alpha: float, d: int, c: float = 0.5, seed=None, *, restarts: int = 1,

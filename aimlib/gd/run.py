@@ -13,6 +13,7 @@ from ..channels import Softmax
 from ..model import attention_indices, sample_dataset, sample_tokens, teacher_width
 from .._validate import MEMORY_MB, check_memory
 from .memory import check_memory_mb, memory_estimate
+from .objective import count_nonzero
 from ..channels.softmax import check_beta
 from .train import train_gd
 
@@ -111,6 +112,9 @@ def _summary(res) -> dict:
         "train_loss": [float(x) for x in res.train_loss[:, -1]],
         "test_loss": [float(x) for x in res.test_loss[:, -1]],
         "n_steps": [int(s) for s in res.n_steps],
+        "n_nonzero": [int(c) for c in count_nonzero(res.eigenvalues)],
+        "student": res.student,
+        "weight_decay": res.weight_decay,
     }
 
 
@@ -146,8 +150,9 @@ def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int
         checked before anything is sampled; the error names the parameter to
         lower (``alpha`` for the number of samples) and its allowed range.
     **options
-        Passed to :func:`train_gd` (``rank``, ``optimizer``, ``lr``, ``steps``,
-        ``tol``, ``batch_size``, ``init_scale``, ``record_every``, ...).
+        Passed to :func:`train_gd` (``rank``, ``student``, ``weight_decay``,
+        ``optimizer``, ``lr``, ``steps``, ``tol``, ``batch_size``,
+        ``init_scale``, ``record_every``, ...).
 
     Returns
     -------
@@ -157,11 +162,14 @@ def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int
         ``mmse_averaged`` (error of the averaged ``S_hat``), ``seconds``, and also
         ``mmse_single_all`` (the ``k`` single-run errors), ``mmse_single_std``
         (their standard deviation), ``T``, ``rho``, ``n``, ``rank``,
-        ``train_loss``, ``test_loss`` (final, per restart), ``n_steps`` (steps taken, per restart).
+        ``train_loss``, ``test_loss`` (final square losses, per restart),
+        ``n_steps`` (steps taken, per restart), ``n_nonzero`` (eigenvalues of
+        each ``S_hat`` above :data:`aimlib.gd.objective.EIG_TOL` in absolute
+        value), ``student`` and ``weight_decay``.
     """
     run = _check_run(T, rho, alpha, d, restarts, seed, beta, dtype, n_test, memory_mb, options,
                      check_rho=partial(v.positive, "rho"), caller="run_gd")
-    rank = options.get("rank")
+    rank = options.get("rank", run.d if options.get("student") == "direct" else None)
     rank = None if rank is None else v.integer("rank", rank, minimum=1)
     itemsize = np.dtype(run.dtype).itemsize
     _check_run_memory(run, lambda n, T, d, restarts, n_test: memory_estimate(

@@ -20,7 +20,6 @@ from ..backend import get_array_module, module_named, to_common, to_device
 from ..channels import row_softmax
 from ..channels.softmax import check_beta
 
-
 def as_batch(W, name: str = "W"):
     """Return ``(W3, squeeze)``: ``W`` as ``(k, d, r)`` and whether it came as ``(d, r)``."""
     if W.ndim == 2:
@@ -127,22 +126,10 @@ def student_output(X, W, beta: float = 1.0):
     return row_softmax(beta * student_indices(X, W))
 
 
-def loss_grad(X2, y, W3, beta, n, T, want_grad=True):
-    r"""Square loss and gradient of a batch of students, without checks.
-
-    ``X2`` holds the tokens as ``(n T, d)``, ``y`` the targets ``(n, T, T)``,
-    ``W3`` the weights ``(k, d, r)``.  With ``E = (y_hat - y) / n = dL/dy_hat``,
-    ``G = dL/dh_hat`` is :func:`softmax_backward` of ``E`` and the gradient is
-    :func:`index_grad` of ``G``, at a cost of ``O(n T d r)``.  Returns ``(L, grad)``: ``(k,)`` and
-    ``(k, d, r)`` (``grad`` is ``None`` if ``want_grad`` is false).
-    """
-    P, h = _indices(X2, W3, n, T)
-    yh = row_softmax(beta * h)
+def square_loss(yh, y, n):
+    """``(L, E)``: ``L = (1/2n) sum_mu ||y_hat^mu - y^mu||_F^2`` ``(k,)`` and ``E = dL/dy_hat = (y_hat - y)/n``."""
     R = yh - y
-    L = 0.5 * (R * R).sum(axis=(1, 2, 3)) / n
-    if not want_grad:
-        return L, None
-    return L, index_grad(X2, W3, P, softmax_backward(yh, R / n, beta))
+    return 0.5 * (R * R).sum(axis=(1, 2, 3)) / n, R / n
 
 
 def softmax_backward(yh, E, beta):
@@ -153,40 +140,103 @@ def softmax_backward(yh, E, beta):
     return beta * yh * (E - (E * yh).sum(axis=-1, keepdims=True))
 
 
+def softmax_loss(h, y, beta, n, want_grad=True):
+    r"""Square loss of the outputs ``softmax(beta h)`` and its gradient ``G = dL/dh``, without checks.
+
+    ``h`` has shape ``(k, n, T, T)``, ``y`` ``(n, T, T)``; ``G`` is
+    :func:`softmax_backward` of ``E = (y_hat - y) / n``.  Returns ``(L, G)``:
+    ``(k,)`` and ``(k, n, T, T)`` (``G`` is ``None`` if ``want_grad`` is false).
+    """
+    yh = row_softmax(beta * h)
+    L, E = square_loss(yh, y, n)
+    return L, (softmax_backward(yh, E, beta) if want_grad else None)
+
+
+def trace_penalty(W3, weight_decay: float, want_grad=True):
+    r"""Weight decay ``(lambda/2) Tr S_hat = (lambda/2) ||W||_F^2 / sqrt(r d)`` and its gradient.
+
+    Returns ``(P, dP/dW)``: ``(k,)`` and ``(k, d, r)`` (``None`` if ``want_grad``
+    is false), both zero-valued arrays for ``weight_decay = 0``.
+    """
+    d, r = W3.shape[1:]
+    c = weight_decay / float(np.sqrt(r * d))
+    P = 0.5 * c * (W3 * W3).sum(axis=(1, 2))
+    return P, (c * W3 if want_grad else None)
+
+
+def loss_grad(X2, y, W3, beta, n, T, want_grad=True):
+    r"""Square loss and gradient of a batch of students, without checks.
+
+    ``X2`` holds the tokens as ``(n T, d)``, ``y`` the targets ``(n, T, T)``,
+    ``W3`` the weights ``(k, d, r)``.  ``G = dL/dh_hat`` comes from
+    :func:`softmax_loss` and the gradient is :func:`index_grad` of ``G``, at a
+    cost of ``O(n T d r)``.  Returns ``(L, grad)``: ``(k,)`` and ``(k, d, r)``
+    (``grad`` is ``None`` if ``want_grad`` is false).
+    """
+    P, h = _indices(X2, W3, n, T)
+    L, G = softmax_loss(h, y, beta, n, want_grad)
+    return L, (index_grad(X2, W3, P, G) if want_grad else None)
+
+
 def index_grad(X2, W3, P, G):
     r"""``dL/dW`` from ``G = dL/dh_hat`` (shape ``(k, n, T, T)``, entries independent).
 
-    With ``P = X W`` from :func:`_indices`,
+    With ``P = X W`` from :func:`_indices` and the contraction of :func:`backprop`,
 
     .. math::  \nabla_W L = \frac{1}{\sqrt r\, d} \Bigl[\sum_\mu X^{\mu\top} (G^\mu + G^{\mu\top}) P^\mu
                - 2 \Bigl(\sum_\mu \operatorname{Tr} G^\mu\Bigr) W \Bigr],
 
     at a cost of ``O(n T d r)``; returns ``(k, d, r)``.
     """
-    xp = get_array_module(X2, W3)
-    k, d, r = W3.shape
-    n, T = G.shape[1:3]
-    dP = (G + xp.swapaxes(G, 2, 3)) @ P                                     # (k, n, T, r)
-    grad = X2.T @ dP.reshape(k, n * T, r)
-    trG = xp.trace(G, axis1=2, axis2=3).sum(axis=1)                         # (k,)
+    d, r = W3.shape[1:]
+    grad, trG = backprop(X2, G, P)
     return (grad - 2.0 * trG[:, None, None] * W3) / (float(np.sqrt(r)) * d)
 
 
-def _checked_loss_grad(X, y, W, beta, want_grad):
-    """Validate, then :func:`loss_grad`; a ``(d, r)`` ``W`` gives a float loss and a ``(d, r)`` gradient."""
+def backprop(X2, G, M):
+    r"""``(sum_mu X^{mu T} (G^mu + G^{mu T}) M^mu, sum_mu Tr G^mu)``: ``(k, d, m)`` and ``(k,)``.
+
+    The contraction that both students' gradients share: ``G`` of shape
+    ``(k, n, T, T)``, ``M`` of shape ``(k, n, T, m)`` or ``(n, T, m)``.
+    """
+    xp = get_array_module(X2, G)
+    k, n, T, _ = G.shape
+    GM = (G + xp.swapaxes(G, 2, 3)) @ M                                     # (k, n, T, m)
+    return X2.T @ GM.reshape(k, n * T, -1), xp.trace(G, axis1=2, axis2=3).sum(axis=1)
+
+
+def check_weight_decay(weight_decay) -> float:
+    """``weight_decay`` as a float in ``[0, inf)`` (``ValueError`` naming it otherwise)."""
+    return v.nonnegative("weight_decay", weight_decay)
+
+
+def _checked_loss_grad(X, y, W, beta, want_grad, weight_decay):
+    """Validate, then :func:`loss_grad` plus :func:`trace_penalty`; ``(d, r)`` ``W``: float and ``(d, r)``."""
     beta = check_beta(beta)
+    weight_decay = check_weight_decay(weight_decay)
     X, y, W = check_xy(X, y, W)
     n, T, _ = X.shape
     W3, squeeze = as_batch(W)
     X, y, W3 = _common_dtype(X, y, W3)
     L, g = loss_grad(X.reshape(n * T, -1), y, W3, beta, n, T, want_grad)
+    return add_penalty(L, g, trace_penalty(W3, weight_decay, want_grad), squeeze)
+
+
+def add_penalty(L, g, penalty, squeeze: bool):
+    """``(L + P, g + dP)`` for ``penalty = (P, dP)``; a float and one gradient if ``squeeze``."""
+    P, dP = penalty
+    L, g = L + P, None if g is None else g + dP
     if squeeze:
         return float(L[0]), None if g is None else g[0]
     return L, g
 
 
-def loss_and_grad(X, y, W, beta: float = 1.0):
-    r"""Square loss ``L = (1/2n) sum_mu ||softmax(beta h_hat^mu) - y^mu||_F^2`` and ``dL/dW``.
+def loss_and_grad(X, y, W, beta: float = 1.0, *, weight_decay: float = 0.0):
+    r"""Square loss ``L = (1/2n) sum_mu ||softmax(beta h_hat^mu) - y^mu||_F^2`` (plus weight decay) and its gradient.
+
+    With ``weight_decay = lambda > 0`` the objective is
+    ``L + (lambda/2) Tr S_hat = L + lambda ||W||_F^2 / (2 sqrt(r d))``
+    (:func:`trace_penalty`).
 
     Parameters
     ----------
@@ -199,15 +249,17 @@ def loss_and_grad(X, y, W, beta: float = 1.0):
         are returned at once.
     beta : float
         Inverse temperature of the student's softmax, in ``(0, BETA_MAX]``.
+    weight_decay : float
+        ``lambda >= 0``.
 
     Returns
     -------
     loss : float or array (k,)
     grad : array of the shape of ``W``
     """
-    return _checked_loss_grad(X, y, W, beta, True)
+    return _checked_loss_grad(X, y, W, beta, True, weight_decay)
 
 
-def loss(X, y, W, beta: float = 1.0):
-    """The square loss alone (see :func:`loss_and_grad`)."""
-    return _checked_loss_grad(X, y, W, beta, False)[0]
+def loss(X, y, W, beta: float = 1.0, *, weight_decay: float = 0.0):
+    """The objective alone (see :func:`loss_and_grad`)."""
+    return _checked_loss_grad(X, y, W, beta, False, weight_decay)[0]

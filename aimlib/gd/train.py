@@ -1,6 +1,7 @@
 r"""Training: ``k`` students from independent initialisations, batched in one array computation.
 
-:func:`train_gd` minimises the square loss of :mod:`aimlib.gd.student` with
+:func:`train_gd` minimises the square loss of a factorised or direct student
+plus weight decay (:mod:`aimlib.gd.objective`) with
 Adam or plain gradient descent (:mod:`aimlib.gd.optim`), full batch or in
 mini-batches, records the training and test losses and the estimation errors
 ``(1/d)||S_hat_i - S||_F^2`` and ``(1/d)||mean_i S_hat_i - S||_F^2`` along the
@@ -21,7 +22,9 @@ from .._validate import MEMORY_MB, check_memory
 from .memory import check_memory_mb, memory_estimate
 from .optim import make_optimizer
 from ..channels.softmax import check_beta
-from .student import as_batch, check_xy, gram, initial_weights, loss_grad
+from .direct import check_matrices, initial_matrices
+from .objective import Objective, eigenvalues
+from .student import as_batch, check_xy, initial_weights
 
 
 @dataclass
@@ -31,9 +34,10 @@ class GDResult:
     Attributes
     ----------
     W : array (k, d, r)
-        Final weights.
+        Final parameters: the weights (factorised student), or ``S_hat``
+        itself (direct student, ``r = d``).
     S_hat : array (k, d, d)
-        Final student matrices ``W W^T / sqrt(r d)``.
+        Final student matrices (``W W^T / sqrt(r d)`` for the factorised student).
     S_mean : array (d, d)
         Their average (the estimator that approaches the posterior mean).
     steps : array (m,)
@@ -55,6 +59,12 @@ class GDResult:
         Whether each restart met the early-stopping tolerance.
     seconds : float
         Wall-clock time of the training loop.
+    eigenvalues : array (k, d)
+        Ascending eigenvalues of each final ``S_hat``.
+    student : str
+        ``'factorised'`` or ``'direct'``.
+    weight_decay : float
+        The ``lambda`` of the penalty.
     """
 
     W: np.ndarray = field(repr=False)
@@ -70,29 +80,32 @@ class GDResult:
     n_steps: np.ndarray
     converged: np.ndarray
     seconds: float
+    eigenvalues: np.ndarray = field(default=None, repr=False)
+    student: str = "factorised"
+    weight_decay: float = 0.0
 
 
 class _Problem:
-    """A data set on one array module and the square loss of a batch ``W (k, d, r)`` on it."""
+    """A data set on one array module and the objective of a batch of students on it."""
 
-    def __init__(self, X, y, beta: float):
-        self.X, self.y, self.beta = X, y, beta
+    def __init__(self, X, y, beta: float, objective: Objective):
+        self.X, self.y, self.beta, self.objective = X, y, beta, objective
         self.n, self.T, self.d = X.shape
         self.X2 = X.reshape(self.n * self.T, self.d)
 
     def _loss_grad(self, X2, y, W, n: int, want_grad: bool = True):
-        """Loss and gradient of ``W`` on ``n`` samples (tokens ``X2`` as ``(n T, d)``); the student's model."""
-        return loss_grad(X2, y, W, self.beta, n, self.T, want_grad)
+        """Data loss and gradient of the objective of ``W`` on ``n`` samples (tokens ``X2`` as ``(n T, d)``)."""
+        return self.objective.loss_grad(X2, y, W, self.beta, n, self.T, want_grad)
 
     def loss_grad(self, W, idx=None):
-        """Loss and gradient on all samples, or on the samples ``idx`` (a mini-batch)."""
+        """Data loss and gradient of the objective on all samples, or on the samples ``idx``."""
         if idx is None:
             return self._loss_grad(self.X2, self.y, W, self.n)
         m = idx.shape[0]
         return self._loss_grad(self.X[idx].reshape(m * self.T, self.d), self.y[idx], W, m)
 
     def loss(self, W):
-        """The ``(k,)`` losses on all samples."""
+        """The ``(k,)`` data losses on all samples."""
         return self._loss_grad(self.X2, self.y, W, self.n, want_grad=False)[0]
 
 
@@ -117,8 +130,8 @@ class _Batches:
 class _Curves:
     """The curves recorded along training: losses and, with a teacher ``S``, estimation errors."""
 
-    def __init__(self, test: _Problem | None, S):
-        self.test, self.S = test, S
+    def __init__(self, test: _Problem | None, S, objective: Objective):
+        self.test, self.S, self.objective = test, S, objective
         self.steps, self.train, self.test_loss, self.errors, self.averaged = [], [], [], [], []
 
     def record(self, step: int, W, train_loss):
@@ -134,7 +147,7 @@ class _Curves:
 
     def estimation_errors(self, W):
         """``(1/d)||S_hat_i - S||_F^2`` per restart ``(k,)`` and that of the average of the ``S_hat_i``."""
-        S_hat = gram(W)
+        S_hat = self.objective.matrix(W)
         return estimation_error(S_hat, self.S), estimation_error(S_hat.mean(axis=0), self.S)
 
 
@@ -177,8 +190,18 @@ def _schedule(steps, tol, record_every, batch_size, n: int) -> _Schedule:
                      None if batch_size == n else batch_size)
 
 
-def _width_and_restarts(init, rank, rho, restarts, d: int):
-    """``(init as (k, d, r) or None, k, r)`` from ``init``, or from ``rank``/``rho`` and ``restarts``."""
+def _width_and_restarts(init, rank, rho, restarts, d: int, student: str):
+    """``(init as (k, d, r) or None, k, r)`` from ``init``, or from ``rank``/``rho`` and ``restarts``.
+
+    The direct student has ``r = d`` and takes no ``rank``.
+    """
+    if student == "direct":
+        if rank is not None:
+            raise ValueError("rank is the width of the factorised student; the direct student "
+                             "(student='direct') takes none")
+        rank = d
+        if init is not None:
+            init = check_matrices(init, d)[0]
     if init is None:
         if rank is not None:
             r = v.integer("rank", rank, minimum=1)
@@ -193,13 +216,15 @@ def _width_and_restarts(init, rank, rho, restarts, d: int):
     return W, W.shape[0], W.shape[2]
 
 
-def _initial_W(init, k: int, r: int, seed, init_scale: float, X):
-    """The ``(k, d, r)`` starting weights in the module and dtype of ``X``: ``init``, or drawn from ``seed``."""
+def _initial_W(init, k: int, r: int, seed, init_scale: float, X, student: str):
+    """The ``(k, d, r)`` starting parameters in the module and dtype of ``X``: ``init``, or drawn from ``seed``."""
     xp = get_array_module(X)
     if init is not None:
         return to_device(init, xp).astype(X.dtype, copy=True)
-    return initial_weights(X.shape[2], r, k, seed, scale=init_scale, dtype=X.dtype,
-                           backend="cupy" if xp is not np else "numpy")
+    backend = "cupy" if xp is not np else "numpy"
+    if student == "direct":
+        return initial_matrices(X.shape[2], k, seed, scale=init_scale, dtype=X.dtype, backend=backend)
+    return initial_weights(X.shape[2], r, k, seed, scale=init_scale, dtype=X.dtype, backend=backend)
 
 
 def _teacher_and_test(S, X_test, y_test, X, layers: int = 1):
@@ -277,7 +302,8 @@ def _train(problem: _Problem, W, rule, sched: _Schedule, curves: _Curves, seed):
 
 def _result(W, n_steps, converged, seconds: float, curves: _Curves) -> GDResult:
     """Assemble the :class:`GDResult` (host arrays) from the final weights and the curves."""
-    S_hat = gram(W)
+    objective = curves.objective
+    S_hat = objective.matrix(W)
     S_mean = S_hat.mean(axis=0)
     S, has_test = curves.S, curves.test is not None
     return GDResult(
@@ -288,7 +314,8 @@ def _result(W, n_steps, converged, seconds: float, curves: _Curves) -> GDResult:
         mmse_averaged_curve=np.array(curves.averaged) if S is not None else None,
         mmse_single=estimation_error(S_hat, S).astype(float) if S is not None else None,
         mmse_averaged=estimation_error(S_mean, S) if S is not None else None,
-        n_steps=n_steps, converged=converged, seconds=seconds)
+        n_steps=n_steps, converged=converged, seconds=seconds, eigenvalues=eigenvalues(S_hat),
+        student=objective.student, weight_decay=objective.weight_decay)
 
 
 def train_gd(X, y, *, rank: int | None = None, rho: float | None = None, beta: float = 1.0,
@@ -296,8 +323,9 @@ def train_gd(X, y, *, rank: int | None = None, rho: float | None = None, beta: f
              optimizer: str = "adam", lr: float = 0.1, steps: int = 1000,
              adam_betas=(0.9, 0.999), adam_eps: float = 1e-8, batch_size: int | None = None,
              tol: float = 1e-10, S=None, X_test=None, y_test=None, record_every: int = 10,
-             memory_mb: float = MEMORY_MB) -> GDResult:
-    r"""Train ``restarts`` students ``S_hat = W W^T / sqrt(r d)`` on ``(X, y)`` at once.
+             memory_mb: float = MEMORY_MB, student: str = "factorised",
+             weight_decay: float = 0.0) -> GDResult:
+    r"""Train ``restarts`` students ``S_hat = W W^T / sqrt(r d)`` (or direct ones) on ``(X, y)`` at once.
 
     Parameters
     ----------
@@ -342,6 +370,9 @@ def train_gd(X, y, *, rank: int | None = None, rho: float | None = None, beta: f
     memory_mb : float
         Budget in MiB for the arrays of the run (:func:`memory_estimate`);
         a larger estimate raises ``ValueError`` naming the parameter to lower.
+    student, weight_decay : {'factorised', 'direct'}, float
+        The student and ``lambda >= 0`` (:mod:`aimlib.gd.objective`; a direct student has
+        no ``rank``, ``init (k, d, d)``); losses and ``tol`` are about the square loss alone.
 
     Returns
     -------
@@ -350,14 +381,15 @@ def train_gd(X, y, *, rank: int | None = None, rho: float | None = None, beta: f
     """
     X, y = _training_data(X, y)
     n, T, d = X.shape
-    problem = _Problem(X, y, check_beta(beta))
+    objective = Objective(student, weight_decay)
+    problem = _Problem(X, y, check_beta(beta), objective)
     rule = make_optimizer(optimizer, lr=lr, adam_betas=adam_betas, adam_eps=adam_eps)
     sched = _schedule(steps, tol, record_every, batch_size, n)
     init_scale = v.positive("init_scale", init_scale)
     S, test = _teacher_and_test(S, X_test, y_test, X)
-    init, k, r = _width_and_restarts(init, rank, rho, restarts, d)
+    init, k, r = _width_and_restarts(init, rank, rho, restarts, d, objective.student)
     sizes = dict(restarts=k, n=n, T=T, d=d, rank=r, **({"n_test": test[0].shape[0]} if test else {}))
     check_memory(lambda **s: memory_estimate(**s, itemsize=X.dtype.itemsize), sizes, check_memory_mb(memory_mb))
-    W = _initial_W(init, k, r, seed, init_scale, X)
-    curves = _Curves(None if test is None else _Problem(*test, problem.beta), S)
+    W = _initial_W(init, k, r, seed, init_scale, X, objective.student)
+    curves = _Curves(None if test is None else _Problem(*test, problem.beta, objective), S, objective)
     return _result(*_train(problem, W, rule, sched, curves, seed), curves)

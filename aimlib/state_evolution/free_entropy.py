@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from scipy.integrate import quad
 
 from .. import _validate as v
 from ..channels import make_channel
+from ..model import widths
 from .prior import prior_mmse
 
 __all__ = ["prior_free_entropy", "output_free_entropy", "free_entropy", "generalization_error"]
@@ -50,30 +52,43 @@ def prior_free_entropy(qhat: float, rho: float, *, mmse=None) -> float:
     return ((1.0 + rho) * qhat - _integral_mmse(qhat, m)) / 4.0
 
 
-def output_free_entropy(q: float, channel="softmax", *, T: int = 2, rho: float = 0.5,
+def _channel_and_widths(channel, rho, beta, noise):
+    ch = make_channel(channel, beta=beta, noise=noise)
+    return ch, widths(ch, rho)
+
+
+def output_free_entropy(q, channel="softmax", *, T: int = 2, rho=0.5,
                         beta: float | None = None, noise: float | None = None) -> float:
     r"""``Psi_out(q) = E log Z_out(y, omega, Q0 - q)``, up to a constant independent of ``q``.
 
     Delegates to the channel (closed forms for softmax and linear, ``(1/4) int_0^q F_out``
-    otherwise), with ``Q0 = 1 + rho``.
+    otherwise), with ``Q0 = 1 + rho``; for a channel of ``L`` indices ``q`` and ``rho``
+    hold ``L`` numbers.
     """
     T = v.integer("T", T, minimum=2)
-    rho = v.rho(rho)
-    return make_channel(channel, beta=beta, noise=noise).output_free_entropy(q, 1.0 + rho, T)
+    ch, rhos = _channel_and_widths(channel, rho, beta, noise)
+    Q0 = tuple(1.0 + r for r in rhos)
+    return ch.output_free_entropy(q, Q0[0] if len(Q0) == 1 else Q0, T)
 
 
-def free_entropy(q: float, qhat: float, alpha: float, channel="softmax", *, T: int = 2,
-                 rho: float = 0.5, beta: float | None = None, noise: float | None = None,
-                 mmse=None) -> float:
-    r"""The replica-symmetric potential ``Phi(q, qhat) = -q qhat/4 + psi_S(qhat) + alpha Psi_out(q)``.
+def free_entropy(q, qhat, alpha: float, channel="softmax", *, T: int = 2, rho=0.5,
+                 beta: float | None = None, noise: float | None = None, mmse=None) -> float:
+    r"""The replica-symmetric potential ``Phi = sum_l [-q_l qhat_l/4 + psi_S(qhat_l; rho_l)] + alpha Psi_out(q)``.
 
-    Evaluable at any ``0 <= q < Q0``, ``qhat >= 0``; up to a constant
-    independent of ``(q, qhat)``.
+    One term per index (``L = 1``: ``Phi(q, qhat) = -q qhat/4 + psi_S(qhat) + alpha
+    Psi_out(q)``; for ``L`` indices ``q``, ``qhat`` and ``rho`` hold ``L`` numbers, one
+    per teacher, with independent priors).  Evaluable at any ``0 <= q_l < Q0_l``,
+    ``qhat_l >= 0``; up to a constant independent of ``(q, qhat)``.
     """
     alpha = v.nonnegative("alpha", alpha)
-    qhat = v.nonnegative("qhat", qhat)
-    return (-q * qhat / 4.0 + prior_free_entropy(qhat, rho, mmse=mmse)
-            + alpha * output_free_entropy(q, channel, T=T, rho=rho, beta=beta, noise=noise))
+    ch, rhos = _channel_and_widths(channel, rho, beta, noise)
+    qs, qhats = (np.broadcast_to(np.asarray(x, dtype=float), (len(rhos),)) for x in (q, qhat))
+    prior = 0.0
+    for q_l, qhat_l, rho_l in zip(qs, qhats, rhos):
+        qhat_l = v.nonnegative("qhat", float(qhat_l))
+        prior += -q_l * qhat_l / 4.0 + prior_free_entropy(qhat_l, rho_l, mmse=mmse)
+    q_arg = float(qs[0]) if len(rhos) == 1 else tuple(float(x) for x in qs)
+    return prior + alpha * output_free_entropy(q_arg, ch, T=T, rho=rhos if len(rhos) > 1 else rhos[0])
 
 
 def generalization_error(q: float, Q0: float, T: int, channel="softmax", *, beta: float | None = None,

@@ -3,7 +3,9 @@
 A run's key is the first 16 hex digits of the SHA-256 of its canonical
 parameters: JSON with sorted keys, floats rounded to 12 significant digits
 (:func:`canon_float`), only the parameters the method uses (``beta`` for the
-softmax channel, ``d`` and ``seed`` for the finite-``d`` methods) and the
+softmax channel, ``c`` for the two-layer channel, ``d`` and ``seed`` for the
+finite-``d`` methods; ``rho`` a list of one width per teacher for a channel of
+several indices) and the
 method's options with the sweep's defaults filled in.  The key does not
 depend on a spec's layout, on the order of its lists, on ``backend`` or on
 where the run executes.
@@ -30,9 +32,15 @@ def effective_k(channel: str, T: int, noise: float):
     These are the channels whose state evolution has a closed form in ``alpha_bar``
     (:meth:`aimlib.channels.base.Channel.linear_k`).
     """
-    from ..channels import make_channel
+    return make_run_channel(channel, noise=noise).linear_k(T)
 
-    return make_channel(channel, noise=noise).linear_k(T)
+
+def make_run_channel(channel: str, **params):
+    """The channel ``channel`` built from those of ``params`` it takes (the others are ignored)."""
+    from ..channels import make_channel
+    from ..channels.registry import PARAMETERS
+
+    return make_channel(channel, **{k: x for k, x in params.items() if k in PARAMETERS[channel]})
 
 
 def run_key(params: Mapping) -> str:
@@ -47,10 +55,11 @@ class Run:
     method: str
     channel: str
     T: int
-    rho: float
+    rho: float | tuple
     alpha: float
     beta: float | None = None
     noise: float = 0.0
+    c: float | None = None
     d: int | None = None
     seed: int | None = None
     options: tuple = ()
@@ -72,6 +81,8 @@ class Run:
              "alpha": self.alpha, "noise": self.noise, "options": dict(self.options)}
         if self.channel == "softmax":
             p["beta"] = self.beta
+        if self.c is not None:
+            p["c"] = self.c
         if self.method != "se":
             p["d"] = self.d
             p["seed"] = self.seed

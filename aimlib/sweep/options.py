@@ -37,6 +37,7 @@ _GD_OPTIONS = {
     "batch_size": _opt_int(1), "init_scale": _opt_float(low=0, low_open=True),
     "rank": _opt_int(1), "n_test": _opt_int(1), "record_every": _opt_int(1),
     "dtype": _opt_choice("float32", "float64"),
+    "weight_decay": _opt_float(low=0), "student": _opt_choice("factorised", "direct"),
 }
 
 #: method -> option name -> check(field, value) -> value
@@ -60,6 +61,9 @@ DEFAULTS: dict[str, dict] = {
     "gd": {"restarts": 1, "steps": 1000, "dtype": "float32"},
     "gd_avg": {"restarts": 8, "steps": 1000, "dtype": "float32"},
 }
+
+#: options that a run with the given option value does not use: they are left out of its key
+UNUSED = {("student", "direct"): ("rank",)}
 
 #: state-evolution options that only the iteration uses
 _ITERATION_ONLY = ("max_iter", "damping")

@@ -5,13 +5,18 @@
     the Bayes-optimal error in the limit ``d -> inf``: ``mmse``, ``q``;
 ``amp``
     one GAMP-RIE run on sampled data (:func:`aimlib.amp.run_amp`): ``n``,
-    ``mmse``, ``iterations``, ``converged`` and the predicted error ``mmse_pred``;
+    ``mmse``, ``iterations``, ``converged`` and the predicted error ``mmse_pred``
+    (for a channel of several teachers ``mmse_layers`` and ``mmse_pred_layers``,
+    one value per teacher, in place of ``mmse`` and ``mmse_pred``; likewise for ``se``);
 ``gd``, ``gd_avg``
     gradient descent from ``restarts`` random initialisations on the same
     data (:func:`aimlib.gd.run_gd`): ``mmse_single`` (mean error of the single
     students), ``mmse_single_std`` (their sample standard deviation) and
     ``mmse_averaged`` (error of their average); ``mmse`` is the first for
-    ``gd`` and the last for ``gd_avg``.
+    ``gd`` and the last for ``gd_avg``; ``train_loss``, ``test_loss`` (final
+    square losses on the training set and on fresh samples) and ``n_nonzero``
+    (eigenvalues of ``S_hat`` above :data:`aimlib.gd.EIG_TOL` in absolute
+    value), each the mean over the restarts.
 """
 from __future__ import annotations
 
@@ -22,14 +27,19 @@ import socket
 import time
 from typing import Any
 
-from .keys import Run
+from .keys import Run, make_run_channel
 from .store import COLUMNS
 
 
 def _make_channel(run: Run):
-    from ..channels import make_channel
+    return make_run_channel(run.channel, beta=run.beta, noise=run.noise, c=run.c)
 
-    return make_channel(run.channel, beta=run.beta, noise=run.noise)
+
+def _errors(mmse, pred=None) -> dict:
+    """``mmse`` (and ``mmse_pred``) for one teacher; ``mmse_layers`` (``mmse_pred_layers``) for several."""
+    if isinstance(mmse, (tuple, list)):
+        return {"mmse_layers": tuple(mmse), "mmse_pred_layers": None if pred is None else tuple(pred)}
+    return {"mmse": mmse, "mmse_pred": pred}
 
 
 def _se(run: Run, opts: dict) -> dict:
@@ -37,7 +47,8 @@ def _se(run: Run, opts: dict) -> dict:
 
     kw = {"method": opts.pop("solver")} if "solver" in opts else {}
     res = se.solve(run.alpha, _make_channel(run), T=run.T, rho=run.rho, **kw, **opts)
-    return {"mmse": res.mmse, "q": res.q, "iterations": res.iterations}
+    q = None if isinstance(res.q, (tuple, list)) else res.q
+    return {**_errors(res.mmse), "q": q, "iterations": res.iterations}
 
 
 def _amp(run: Run, opts: dict) -> dict:
@@ -47,8 +58,8 @@ def _amp(run: Run, opts: dict) -> dict:
     # a run that stops at its cap is a row with converged = False, not a failed run
     out = amp.run_amp(_make_channel(run), run.T, run.rho, run.alpha, run.d, run.seed,
                       backend=run.backend, dtype=dtype, on_max_iter="return", **opts)
-    return {"n": out["n"], "mmse": out["mmse"], "iterations": out["iterations"],
-            "converged": out["converged"], "mmse_pred": out["m"]}
+    return {"n": out["n"], **_errors(out["mmse"], out["m"]), "iterations": out["iterations"],
+            "converged": out["converged"]}
 
 
 def _gd(run: Run, opts: dict) -> dict:
@@ -67,7 +78,12 @@ def _gd(run: Run, opts: dict) -> dict:
     avg = float(out["mmse_averaged"])
     return {"n": out["n"], "mmse": avg if run.method == "gd_avg" else mean,
             "iterations": max(int(s) for s in out["n_steps"]), "mmse_single": mean,
-            "mmse_single_std": std, "mmse_averaged": avg}
+            "mmse_single_std": std, "mmse_averaged": avg, **_restart_means(out)}
+
+
+def _restart_means(out: dict) -> dict:
+    """Means over the restarts of the final square losses and of the non-zero eigenvalue counts."""
+    return {name: sum(out[name]) / len(out[name]) for name in ("train_loss", "test_loss", "n_nonzero")}
 
 
 #: method -> (run, options) -> metric columns
@@ -97,7 +113,7 @@ def _param_columns(run: Run) -> dict:
     opts = dict(run.options)
     return {"key": run.key, "method": run.method, "channel": run.channel, "T": run.T,
             "rho": run.rho, "alpha": run.alpha, "alpha_bar": run.alpha_bar, "beta": run.beta,
-            "noise": run.noise, "d": run.d, "seed": run.seed, "restarts": opts.get("restarts"),
+            "noise": run.noise, "c": run.c, "d": run.d, "seed": run.seed, "restarts": opts.get("restarts"),
             "steps": opts.get("steps"), "max_iter": opts.get("max_iter"),
             "dtype": opts.get("dtype"),
             "options": json.dumps(opts, sort_keys=True, separators=(",", ":"))}

@@ -5,7 +5,7 @@ A spec is a small YAML file (or the same mapping in Python, or a
 
     name: softmax_amp_gd            # optional, shown in the progress bar
     method: [amp, gd_avg]           # se | amp | gd | gd_avg, one or a list
-    channel: softmax                # softmax | linear | hardmax (default softmax)
+    channel: softmax                # softmax | linear | hardmax | deep-hardmax (default softmax)
     T: [2, 3]
     rho: 0.5
     alpha_bar: [0.2, 0.4, 0.6]      # or alpha: ...; alpha = alpha_bar / (T^2 + T - 2)
@@ -13,17 +13,24 @@ A spec is a small YAML file (or the same mapping in Python, or a
     seeds: [0, 1]                   # default [0]
     beta: 1.0                       # softmax inverse temperature (default 1)
     noise: 0.0                      # label-noise variance (default 0)
+    c: 0.5                          # residual strength, deep-hardmax only (required there)
     backend: null                   # numpy | cupy | null (AIMLIB_BACKEND / numpy)
     options:                        # per-method options (a list makes a grid axis)
       amp: {max_iter: 300, damping: 0.5}
       gd_avg: {restarts: 8, steps: 1000, lr: 0.1}
+      # gd, gd_avg also take weight_decay (>= 0), student (factorised | direct),
+      # rank (the factorised student's width; the direct student has none)
 
 Every grid field takes a scalar or a list; ``alpha`` and ``alpha_bar`` also
 take a range ``{start: 0.01, stop: 0.2, num: 20, spacing: linear|log}``
 (both ends included).  Exactly one of ``alpha`` and ``alpha_bar`` is given;
 ``alpha_bar`` needs a noiseless softmax or linear channel.  ``rho`` is in
 ``aimlib._validate.RHO_RANGE`` (``inf``, the Gaussian prior, for ``se`` with
-the closed-form solver).  A spec expands to at most :data:`MAX_RUNS` runs.
+the closed-form solver).  For ``deep-hardmax`` (two hardmax layers, ``T = 2``,
+methods ``se`` and ``amp``) a value of ``rho`` is one width for both layers or a
+list ``[rho_1, rho_2]`` (so ``rho: [[0.25, 0.5], 0.5]`` is a grid of two), and
+the result columns ``mmse_layers`` and ``mmse_pred_layers`` hold one error per
+layer.  A spec expands to at most :data:`MAX_RUNS` runs.
 Errors name the field (``spec field 'options.amp.max_iter': must be >= 1, got 0``).
 """
 from __future__ import annotations
@@ -38,21 +45,33 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .. import _validate
-from .fields import SpecError, checked, choice, fail, grid_axis, unique, unknown_keys
-from .keys import Run, canon_float, effective_k
-from .options import DEFAULTS, METHODS, check_options, check_se_solver
+from .fields import SpecError, as_list, checked, choice, fail, grid_axis, unique, unknown_keys
+from .keys import Run, canon_float, effective_k, make_run_channel
+from .options import DEFAULTS, METHODS, UNUSED, check_options, check_se_solver
 
-CHANNELS = ("softmax", "linear", "hardmax")
+CHANNELS = ("softmax", "linear", "hardmax", "deep-hardmax")
+#: channels that read several indices per sample, with their number of teachers
+LAYERED = {"deep-hardmax": 2}
 
 #: the largest number of runs a spec may expand to (and of points in a range)
 MAX_RUNS = 1_000_000
 
 _SPEC_FIELDS = ("name", "description", "method", "channel", "T", "rho", "alpha", "alpha_bar",
-                "d", "seeds", "beta", "noise", "backend", "options")
+                "d", "seeds", "beta", "noise", "c", "backend", "options")
 
 
 def _canon_axis(fieldname, value, check, *args, **kwargs) -> tuple:
     return unique(canon_float(x) for x in grid_axis(fieldname, value, check, *args, **kwargs))
+
+
+def _rho_value(fieldname, value, allow_inf: bool):
+    """One width ratio, or a list of widths (one per teacher of a layered channel)."""
+    if isinstance(value, (list, tuple)):
+        if len(value) < 2:
+            fail(fieldname, f"a list of widths needs one per teacher (2 or more), got {list(value)}")
+        return tuple(canon_float(checked(f"{fieldname}[{i}]", lambda f, r: _validate.rho(r), x))
+                     for i, x in enumerate(value))
+    return canon_float(checked(fieldname, lambda f, x: _validate.rho(x, allow_inf=allow_inf), value))
 
 
 def _alpha_values(fieldname, value) -> tuple:
@@ -99,6 +118,7 @@ class SweepSpec:
     channel: Any = "softmax"
     beta: Any = 1.0
     noise: Any = 0.0
+    c: Any = None
     backend: Any = None
     options: Any = field(default_factory=dict)
     name: Any = None
@@ -111,7 +131,7 @@ class SweepSpec:
         put("channel", grid_axis("channel", self.channel, choice, CHANNELS))
         put("T", grid_axis("T", self.T, _validate.integer, 2))
         only_se = methods == ("se",)
-        put("rho", _canon_axis("rho", self.rho, lambda f, x: _validate.rho(x, allow_inf=only_se)))
+        put("rho", unique(_rho_value(f, x, only_se) for f, x in as_list("rho", self.rho)))
         if (self.alpha is None) == (self.alpha_bar is None):
             fail("alpha", "give exactly one of 'alpha' and 'alpha_bar'")
         if self.alpha is not None:
@@ -127,6 +147,8 @@ class SweepSpec:
         put("seeds", grid_axis("seeds", self.seeds, _validate.integer, 0))
         put("beta", _canon_axis("beta", self.beta, _validate.positive))
         put("noise", _canon_axis("noise", self.noise, _validate.nonnegative))
+        if self.c is not None:
+            put("c", _canon_axis("c", self.c, _validate.real))
         if self.backend is not None:
             choice("backend", self.backend, ("numpy", "cupy"))
         for f in ("name", "description"):
@@ -146,8 +168,9 @@ class SweepSpec:
                                     f"'softmax', got {list(self.channel)}")
                 if any(x != 0 for x in self.noise):
                     fail("noise", f"method {m!r} has no label noise; noise must be 0")
-        if "hardmax" in self.channel and any(t != 2 for t in self.T):
-            fail("T", "the hardmax channel's Bayes side needs T = 2")
+        if {"hardmax", "deep-hardmax"} & set(self.channel) and any(t != 2 for t in self.T):
+            fail("T", "the hardmax channels' Bayes side needs T = 2")
+        self._check_layers()
         closed = {(c, n): all(effective_k(c, t, n) is not None for t in self.T)
                   for c, n in itertools.product(self.channel, self.noise)}
         if self.alpha_bar is not None and not all(closed.values()):
@@ -156,12 +179,32 @@ class SweepSpec:
         if "se" in self.method:
             check_se_solver(self.options.get("se", {}), closed, self.rho)
 
+    def _check_layers(self):
+        """``c`` and lists of widths belong to the layered channels, which run ``se`` and ``amp``."""
+        layered = [ch for ch in self.channel if ch in LAYERED]
+        if self.c is None and layered:
+            fail("c", f"is required by channel {layered[0]!r} (the residual strength)")
+        if self.c is not None:
+            if not layered:
+                fail("c", "is used by the deep-hardmax channel only")
+            for i, c in enumerate(self.c):
+                checked(f"c[{i}]" if len(self.c) > 1 else "c",
+                        lambda f, x: make_run_channel("deep-hardmax", c=x), c)
+        if layered and any(x != 0 for x in self.noise):
+            fail("noise", f"channel {layered[0]!r} has no label noise; noise must be 0")
+        if layered and set(self.method) - {"se", "amp"}:
+            fail("method", f"channel {layered[0]!r} runs the methods 'se' and 'amp' only")
+        for i, r in enumerate(self.rho):
+            if isinstance(r, tuple) and any(LAYERED.get(ch) != len(r) for ch in self.channel):
+                fail(f"rho[{i}]", f"a list of {len(r)} widths needs channels of {len(r)} teachers, "
+                                  f"got {list(self.channel)}")
+
     def _axes(self, method: str) -> list[tuple[str, int]]:
         """``(field, number of values)`` of the grid axes of ``method``."""
         alpha = "alpha" if self.alpha is not None else "alpha_bar"
         axes = [("channel", len(self.channel)), ("T", len(self.T)), ("rho", len(self.rho)),
                 (alpha, len(getattr(self, alpha))), ("beta", len(self.beta)),
-                ("noise", len(self.noise))]
+                ("noise", len(self.noise)), ("c", len(self.c or (None,)))]
         if method != "se":
             axes += [("d", len(self.d)), ("seeds", len(self.seeds))]
         return axes + [(f"options.{method}.{k}", len(v))
@@ -237,12 +280,21 @@ def load_spec(spec) -> SweepSpec:
     return SweepSpec.from_dict(data)
 
 
+def _used(options: tuple) -> tuple:
+    """``options`` without those that another option's value makes unused (:data:`UNUSED`)."""
+    unused = {name for item in options for name in UNUSED.get(item, ())}
+    return tuple((k, x) for k, x in options if k not in unused)
+
+
 def expand(spec) -> list[Run]:
     """The runs of a spec, in a stable order, without duplicates (equal keys are merged).
 
     Order: method, then seed (so the first seeds complete whole figures first),
-    channel, ``T``, ``rho``, ``beta``, ``noise``, ``d``, options, ``alpha``.
+    channel, ``T``, ``rho``, ``beta``, ``c``, ``noise``, ``d``, options, ``alpha``.
     With ``alpha_bar``, ``alpha = alpha_bar / k`` (:func:`~aimlib.sweep.keys.effective_k`).
+    Options that a run does not use are dropped (``rank`` of the direct
+    student, :data:`~aimlib.sweep.options.UNUSED`), so a grid over ``student``
+    and ``rank`` gives one direct run per point.
     """
     spec = load_spec(spec)
     runs: dict[str, Run] = {}
@@ -251,10 +303,14 @@ def expand(spec) -> list[Run]:
         ds = (None,) if m == "se" else spec.d
         opts = {**{k: (v,) for k, v in DEFAULTS[m].items()}, **spec.options.get(m, {})}
         names = sorted(opts)
-        combos = [tuple(zip(names, vals)) for vals in itertools.product(*(opts[n] for n in names))]
+        combos = unique(_used(tuple(zip(names, vals)))
+                        for vals in itertools.product(*(opts[n] for n in names)))
         for seed, ch, T, rho in itertools.product(seeds, spec.channel, spec.T, spec.rho):
             betas = spec.beta if ch == "softmax" else (None,)
-            for beta, noise, d, opt in itertools.product(betas, spec.noise, ds, combos):
+            cs = spec.c if ch in LAYERED else (None,)
+            if ch in LAYERED and not isinstance(rho, tuple):
+                rho = (rho,) * LAYERED[ch]
+            for beta, c, noise, d, opt in itertools.product(betas, cs, spec.noise, ds, combos):
                 if spec.alpha is not None:
                     alphas = spec.alpha
                 else:
@@ -262,6 +318,6 @@ def expand(spec) -> list[Run]:
                     alphas = unique(canon_float(ab / k) for ab in spec.alpha_bar)
                 for a in alphas:
                     r = Run(method=m, channel=ch, T=T, rho=rho, alpha=a, beta=beta, noise=noise,
-                            d=d, seed=seed, options=opt, backend=spec.backend)
+                            c=c, d=d, seed=seed, options=opt, backend=spec.backend)
                     runs.setdefault(r.key, r)
     return list(runs.values())

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import stat
 import threading
@@ -31,19 +32,28 @@ from typing import Iterable
 COLUMNS = [
     "key",
     # parameters
-    "method", "channel", "T", "rho", "alpha", "alpha_bar", "beta", "noise", "d", "seed",
+    "method", "channel", "T", "rho", "alpha", "alpha_bar", "beta", "noise", "c", "d", "seed",
     "restarts", "steps", "max_iter", "dtype", "options",
     # metrics
     "n", "mmse", "q", "iterations", "converged", "mmse_pred", "mmse_single", "mmse_single_std",
-    "mmse_averaged", "seconds",
+    "mmse_averaged", "mmse_layers", "mmse_pred_layers", "train_loss", "test_loss", "n_nonzero",
+    "seconds",
     # provenance
     "aimlib_version", "backend", "hostname", "timestamp",
 ]
 
+#: the columns of files written before ``train_loss``, ``test_loss``, ``n_nonzero``; such a
+#: file is read as it is and rewritten with the current header (empty new fields) when a
+#: sweep writes to it
+OLD_COLUMNS = [c for c in COLUMNS if c not in ("train_loss", "test_loss", "n_nonzero")]
+
 _INT_COLUMNS = {"T", "d", "seed", "restarts", "steps", "max_iter", "n", "iterations"}
-_FLOAT_COLUMNS = {"rho", "alpha", "alpha_bar", "beta", "noise", "mmse", "q", "mmse_pred",
-                  "mmse_single", "mmse_single_std", "mmse_averaged", "seconds"}
+_FLOAT_COLUMNS = {"alpha", "alpha_bar", "beta", "noise", "c", "mmse", "q", "mmse_pred",
+                  "mmse_single", "mmse_single_std", "mmse_averaged", "train_loss", "test_loss",
+                  "n_nonzero", "seconds"}
 _BOOL_COLUMNS = {"converged"}
+#: one number, or a JSON list of one number per teacher (layered channels)
+_LIST_COLUMNS = {"rho", "mmse_layers", "mmse_pred_layers"}
 
 
 def _format(x) -> str:
@@ -53,6 +63,8 @@ def _format(x) -> str:
         return "true" if x else "false"
     if isinstance(x, float):
         return repr(x)
+    if isinstance(x, (tuple, list)):
+        return json.dumps([float(v) for v in x], separators=(",", ":"))
     return str(x)
 
 
@@ -64,6 +76,7 @@ def _csv_line(values: Iterable) -> str:
 
 _HEADER = _csv_line(COLUMNS)
 _HEADER_BYTES = _HEADER.encode()
+_OLD_HEADER_BYTES = _csv_line(OLD_COLUMNS).encode()
 
 
 def _parse(name: str, text: str):
@@ -75,6 +88,8 @@ def _parse(name: str, text: str):
         return float(text)
     if name in _BOOL_COLUMNS:
         return text == "true"
+    if name in _LIST_COLUMNS:
+        return tuple(json.loads(text)) if text.startswith("[") else float(text)
     return text
 
 
@@ -85,7 +100,8 @@ def read_results(path, *, keys: Iterable[str] | None = None) -> list[dict]:
     """
     text = Path(path).read_text()
     complete = text[: text.rfind("\n") + 1]
-    rows = [{k: _parse(k, x) for k, x in r.items()} for r in csv.DictReader(io.StringIO(complete))]
+    rows = [{k: _parse(k, r.get(k) or "") for k in COLUMNS}
+            for r in csv.DictReader(io.StringIO(complete))]
     if keys is None:
         return rows
     by_key = {r["key"]: r for r in rows}
@@ -100,11 +116,13 @@ class _Contents:
     order: list  # keys in file order
     end: int  # bytes of complete lines, header included (0: no complete header)
     duplicates: int  # rows repeating an earlier key
+    old: bool = False  # the header is OLD_COLUMNS (the lines are converted to COLUMNS)
 
 
 def _scan(data: bytes, path) -> _Contents:
     """Recognise ``data`` as a results file and parse its complete rows; refuse anything else."""
-    if not data.startswith(_HEADER_BYTES):
+    old = data.startswith(_OLD_HEADER_BYTES)
+    if not data.startswith(_HEADER_BYTES) and not old:
         if b"\n" not in data and _HEADER_BYTES.startswith(data):  # empty, or a torn header
             return _Contents({}, [], 0, 0)
         raise ValueError(f"{path} is not a sweep results file (its header differs from the "
@@ -112,21 +130,23 @@ def _scan(data: bytes, path) -> _Contents:
                          "choose another --out")
     end = data.rfind(b"\n") + 1
     try:
-        text = data[len(_HEADER_BYTES):end].decode()
+        text = data[len(_OLD_HEADER_BYTES if old else _HEADER_BYTES):end].decode()
     except UnicodeDecodeError:
         raise ValueError(f"{path}: the rows are not UTF-8 text; the file is corrupt") from None
+    columns = OLD_COLUMNS if old else COLUMNS
     lines, order, duplicates = {}, [], 0
     for i, line in enumerate(text.split("\n")[:-1], start=2):
         fields = next(csv.reader([line]))
-        if len(fields) != len(COLUMNS):
+        if len(fields) != len(columns):
             raise ValueError(f"{path}: line {i} has {len(fields)} fields, expected "
-                             f"{len(COLUMNS)}; the file is corrupt")
+                             f"{len(columns)}; the file is corrupt")
         if fields[0] in lines:
             duplicates += 1
         else:
-            lines[fields[0]] = line + "\n"
+            by_name = dict(zip(columns, fields))
+            lines[fields[0]] = _csv_line(by_name.get(c, "") for c in COLUMNS) if old else line + "\n"
             order.append(fields[0])
-    return _Contents(lines, order, end, duplicates)
+    return _Contents(lines, order, end, duplicates, old)
 
 
 def stored_keys(path: Path) -> set:
@@ -166,6 +186,7 @@ class ResultsFile:
         if found.duplicates:
             warnings.warn(f"{self.path}: removing {found.duplicates} duplicate row(s) (a key "
                           "already on an earlier line)", RuntimeWarning, stacklevel=4)
+        if found.duplicates or found.old:
             self._replace(self.order)
 
     def _append(self, line: str):

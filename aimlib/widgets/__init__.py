@@ -23,8 +23,11 @@ Panels
     A small GAMP-RIE run (button-triggered) against its state-evolution prediction.
 :func:`deep_panel`
     Two hardmax attention layers: each layer's error against ``alpha`` (book, "Deep attention").
+:func:`training_panel`
+    Gradient descent with weight decay, from the stored runs: the learned
+    spectrum against the teacher's and the train/test errors (book, "What training learns").
 :func:`playground`
-    All of the above in one column.
+    All of the above (but the training panel) in one column.
 
 Plots are rendered with the object-oriented Matplotlib API (no ``pyplot``
 state) to PNG bytes and written with ``out.outputs = ()`` followed by
@@ -42,15 +45,16 @@ from .base import (ALPHA_BOUNDS, BETA_BOUNDS, CHANNELS, DELTA_BOUNDS, NOISE_BOUN
                    thresholds_cached)
 from .spectrum import spectrum_panel
 from .theory import noise_panel, phase_panel, se_panel
+from .training import training_panel
 
 __all__ = ["Panel", "se_panel", "phase_panel", "noise_panel", "spectrum_panel", "amp_panel", "deep_panel",
-           "playground", "render_png", "clear_caches"]
+           "training_panel", "playground", "render_png", "clear_caches"]
 
 
 def playground(run_amp: bool = False) -> W.VBox:
     """Every panel in one column; ``box.panels`` maps names to the panels."""
     panels = {"se": se_panel(), "phase": phase_panel(), "noise": noise_panel(),
-              "spectrum": spectrum_panel(), "amp": amp_panel(run=run_amp)}
+              "spectrum": spectrum_panel(), "amp": amp_panel(run=run_amp), "deep": deep_panel()}
     box = W.VBox(list(panels.values()))
     box.panels = panels
     return box

@@ -5,11 +5,10 @@ import functools
 
 import numpy as np
 
+from ..channels.deep_hardmax import STORED_RESIDUALS
 from .base import (ALPHA_BOUNDS, RHO_BOUNDS, W, Panel, dropdown, figure, log_slider, number, parse_range,
                    range_text, round_sig, se_curve_cached)
 
-#: residual strengths offered (each new one tabulates F_l once, about half a minute on one core)
-RESIDUALS = (0.5, 2.0, -0.5, 3.0)
 N_POINTS = 24
 
 
@@ -60,15 +59,15 @@ class _DeepPanel(Panel):
 def deep_panel(c: float = 0.5, rho1: float = 0.5, rho2: float = 0.5, alpha_range: str = "0.05, 3") -> Panel:
     """Two hardmax attention layers (``T = 2``): each layer's SE error against ``alpha``.
 
-    Controls: ``c`` (residual strength, a few values: each new one tabulates the
-    output functions once, about half a minute), ``rho1``, ``rho2`` (log
+    Controls: ``c`` (residual strength, the values whose output functions are
+    stored, ``deep_hardmax.STORED_RESIDUALS``), ``rho1``, ``rho2`` (log
     sliders) and ``alpha_range`` (text).  ``panel.last_data``: ``params``,
     ``alpha``, ``mmse_1``, ``mmse_2`` (from :func:`aimlib.state_evolution.curve`
     with :class:`aimlib.channels.DeepAttention`) and ``one_layer`` (one hardmax
     layer at ``rho2``, for comparison).
     """
     controls = {
-        "c": dropdown(RESIDUALS, c, "c"),
+        "c": dropdown(STORED_RESIDUALS, c, "c"),
         "rho1": log_slider(rho1, 0.05, 5.0, "ρ₁"),
         "rho2": log_slider(rho2, 0.05, 5.0, "ρ₂"),
         "alpha_range": range_text(alpha_range),

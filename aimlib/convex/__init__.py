@@ -1,0 +1,18 @@
+r"""The convex route: minimum-trace recovery of a PSD ``S`` and its statistical dimension.
+
+Book, chapter "What training learns".  Weight decay on a wide factorised student
+``S = W W^T`` becomes, as its strength goes to zero, the minimum-trace PSD matrix
+consistent with the data.  :mod:`~.cone` gives the statistical dimension of the
+descent cone (``psi(rho) d^2``) and the threshold ``alpha_cvx``; :mod:`~.sdp`
+solves the semidefinite program at small ``d`` (needs ``cvxpy`` and ``scs``).
+"""
+from .cone import (FiniteStatisticalDimension, StatisticalDimension, goe_frobenius,
+                   min_trace_threshold, semicircle_tail, statistical_dimension,
+                   statistical_dimension_finite)
+from .sdp import (MEASUREMENTS, gaussian_measurements, min_trace_estimate, min_trace_solve,
+                  recovery_trial, softmax_measurements)
+
+__all__ = ["StatisticalDimension", "FiniteStatisticalDimension", "semicircle_tail",
+           "goe_frobenius", "statistical_dimension", "statistical_dimension_finite",
+           "min_trace_threshold", "softmax_measurements", "gaussian_measurements",
+           "min_trace_solve", "min_trace_estimate", "recovery_trial", "MEASUREMENTS"]
