@@ -14,12 +14,16 @@ descent), :mod:`~aimlib.gd.memory` (the memory guard), :mod:`~aimlib.gd.train`
 (:func:`train_gd`: ``k`` restarts batched in one array computation) and
 :mod:`~aimlib.gd.run` (:func:`run_gd`: sample a data set and train);
 :mod:`~aimlib.gd.direct` (the direct student, ``S_hat`` trained entry by entry)
-and :mod:`~aimlib.gd.objective` (weight decay, the two students, spectra).  Every
+and :mod:`~aimlib.gd.objective` (weight decay, the two students, spectra);
+:mod:`~aimlib.gd.deep` (the two-layer softmax student of the chapter "Deep
+attention": its output, gradient, :func:`train_deep_gd` and :func:`run_deep_gd`).  Every
 array operation goes through :func:`aimlib.backend.get_array_module`, so the
 same code runs on NumPy and CuPy.
 """
 from .._validate import MEMORY_MB
 from ..channels.softmax import BETA_MAX
+from .deep import (DeepGDResult, deep_loss, deep_loss_and_grad, deep_memory_estimate, deep_student_indices,
+                   deep_student_output, run_deep_gd, train_deep_gd)
 from .direct import direct_loss, direct_loss_and_grad, initial_matrices
 from .memory import memory_estimate
 from .objective import EIG_TOL, STUDENTS, count_nonzero, eigenvalues
@@ -43,6 +47,14 @@ __all__ = [
     "MEMORY_MB",
     "BETA_MAX",
     "OPTIMIZERS",
+    "DeepGDResult",
+    "deep_student_indices",
+    "deep_student_output",
+    "deep_loss",
+    "deep_loss_and_grad",
+    "deep_memory_estimate",
+    "train_deep_gd",
+    "run_deep_gd",
     "direct_loss",
     "direct_loss_and_grad",
     "initial_matrices",

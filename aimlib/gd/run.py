@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -33,25 +35,71 @@ def _check_seed(seed):
     return seed
 
 
-def _check_run_memory(T, rho, alpha, d, restarts, n_test, rank, itemsize, memory_mb):
-    """The memory guard of :func:`run_gd`, before anything is sampled (``n = alpha d^2`` named as ``alpha``)."""
+@dataclass(frozen=True)
+class _Run:
+    """The validated arguments that :func:`run_gd` and :func:`~aimlib.gd.deep.run_deep_gd` share."""
+
+    T: int
+    rho: object
+    alpha: float
+    d: int
+    restarts: int
+    seed: int | None
+    beta: float
+    dtype: type
+    n_test: int | None
+    memory_mb: float
+
+
+def _check_run(T, rho, alpha, d, restarts, seed, beta, dtype, n_test, memory_mb, options, *,
+               check_rho, caller: str) -> _Run:
+    """Validate the arguments of a run (``check_rho`` validates ``rho``); refuse options the run sets itself."""
+    run = _Run(v.integer("T", T, minimum=2), check_rho(rho), v.positive("alpha", alpha),
+               v.integer("d", d, minimum=2), v.integer("restarts", restarts, minimum=1), _check_seed(seed),
+               check_beta(beta), float_dtype(dtype, np.float32).type,
+               None if n_test is None else v.integer("n_test", n_test, minimum=1), check_memory_mb(memory_mb))
+    for bad in _NOT_OPTIONS:
+        if bad in options:
+            raise TypeError(f"{caller} got an unexpected option {bad!r}")
+    return run
+
+
+def _check_run_memory(run: _Run, estimate):
+    """The memory guard of a run, before anything is sampled (``n = alpha d^2`` named as ``alpha``).
+
+    ``estimate(n, T, d, restarts, n_test)`` is the number of bytes.
+    """
     def need(restarts, n, d, T, n_test=None):
-        r = teacher_width(d, rho) if rank is None else rank
-        return memory_estimate(n, T, d, r, restarts, n_test=_test_size(n, n_test), itemsize=itemsize)
+        return estimate(n, T, d, restarts, _test_size(n, n_test))
 
+    alpha, d = run.alpha, run.d
     n = max(1, round(min(alpha * d * d, 1e30)))  # n_samples(alpha, d), also where alpha d^2 overflows
-    sizes = dict(restarts=restarts, n=n, d=d, T=T, **({} if n_test is None else {"n_test": n_test}))
-    check_memory(need, sizes, memory_mb, via={"n": ("alpha", alpha, d * d)})
+    sizes = dict(restarts=run.restarts, n=n, d=d, T=run.T, **({} if run.n_test is None else {"n_test": run.n_test}))
+    check_memory(need, sizes, run.memory_mb, via={"n": ("alpha", alpha, d * d)})
 
 
-def _sample(T, rho, alpha, d, seed, beta, n_test, backend, dtype, tokens):
-    """The training set (seed ``[seed, 0]``) and a test set (seed ``[seed, 1]``) of the teacher."""
+def _sample(T, rho, alpha, d, seed, channel, n_test, backend, dtype, tokens=None):
+    """The training set (seed ``[seed, 0]``) and a test set (seed ``[seed, 1]``) of the teacher(s) through ``channel``."""
     rng_data, rng_test = (np.random.default_rng(None if seed is None else [int(seed), i]) for i in (0, 1))
-    data = sample_dataset(alpha, d, T, rho, Softmax(beta), rng_data, backend=backend, dtype=dtype,
-                          tokens=tokens)
+    data = sample_dataset(alpha, d, T, rho, channel, rng_data, backend=backend, dtype=dtype, tokens=tokens)
     X_test = sample_tokens(_test_size(data.n, n_test), T, d, rng_test, backend=backend, dtype=dtype,
                            tokens=tokens)
-    return data, X_test, Softmax(beta)(attention_indices(X_test, data.S))
+    return data, X_test, channel(attention_indices(X_test, data.S))
+
+
+def _sample_and_train(run: _Run, channel, train, backend, options, tokens=None):
+    """Sample the data through ``channel`` (tokens of the law ``tokens``) and ``train`` on it.
+
+    ``train`` is ``train_gd`` or ``train_deep_gd``.  The initialisations are drawn
+    from the seed ``1000003 seed + 7``.  Returns ``(data, result, seconds)``.
+    """
+    t0 = time.perf_counter()
+    data, X_test, y_test = _sample(run.T, run.rho, run.alpha, run.d, run.seed, channel, run.n_test, backend,
+                                   run.dtype, tokens)
+    res = train(data.X, data.y, restarts=run.restarts, S=data.S, X_test=X_test, y_test=y_test,
+                seed=None if run.seed is None else int(run.seed) * 1000003 + 7, memory_mb=run.memory_mb,
+                **options)
+    return data, res, time.perf_counter() - t0
 
 
 def _summary(res) -> dict:
@@ -124,33 +172,20 @@ def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int
         each ``S_hat`` above :data:`aimlib.gd.objective.EIG_TOL` in absolute
         value), ``student`` and ``weight_decay``.
     """
-    T = v.integer("T", T, minimum=2)
-    rho = v.positive("rho", rho)
-    alpha = v.positive("alpha", alpha)
-    d = v.integer("d", d, minimum=2)
-    restarts = v.integer("restarts", restarts, minimum=1)
-    seed = _check_seed(seed)
-    beta = check_beta(beta)
-    dt = float_dtype(dtype, np.float32).type
-    n_test = None if n_test is None else v.integer("n_test", n_test, minimum=1)
-    memory_mb = check_memory_mb(memory_mb)
-    tokens = token_law(tokens)
-    for bad in _NOT_OPTIONS:
-        if bad in options:
-            raise TypeError(f"run_gd got an unexpected option {bad!r}")
-    rank = options.get("rank", d if options.get("student") == "direct" else None)
-    _check_run_memory(T, rho, alpha, d, restarts, n_test,
-                      None if rank is None else v.integer("rank", rank, minimum=1), np.dtype(dt).itemsize, memory_mb)
-    options.setdefault("rho", rho)
-
-    t0 = time.perf_counter()
-    data, X_test, y_test = _sample(T, rho, alpha, d, seed, beta, n_test, backend, dt, tokens)
-    res = train_gd(data.X, data.y, beta=beta, restarts=restarts, S=data.S, X_test=X_test, y_test=y_test,
-                   seed=None if seed is None else int(seed) * 1000003 + 7, memory_mb=memory_mb, **options)
+    run = _check_run(T, rho, alpha, d, restarts, seed, beta, dtype, n_test, memory_mb, options,
+                     check_rho=partial(v.positive, "rho"), caller="run_gd")
+    rank = options.get("rank", run.d if options.get("student") == "direct" else None)
+    rank = None if rank is None else v.integer("rank", rank, minimum=1)
+    itemsize = np.dtype(run.dtype).itemsize
+    _check_run_memory(run, lambda n, T, d, restarts, n_test: memory_estimate(
+        n, T, d, teacher_width(d, run.rho) if rank is None else rank, restarts, n_test=n_test, itemsize=itemsize))
+    options.setdefault("rho", run.rho)
+    data, res, seconds = _sample_and_train(run, Softmax(run.beta), partial(train_gd, beta=run.beta), backend,
+                                           options, token_law(tokens))
     summary = _summary(res)
-    out = {"alpha": alpha, "d": d, "seed": seed, "restarts": restarts, "mmse_single": summary.pop("mmse_single"),
-           "mmse_averaged": summary.pop("mmse_averaged"), "seconds": time.perf_counter() - t0,
-           "T": T, "rho": rho, "n": data.n, **summary}
+    out = {"alpha": run.alpha, "d": run.d, "seed": run.seed, "restarts": run.restarts,
+           "mmse_single": summary.pop("mmse_single"), "mmse_averaged": summary.pop("mmse_averaged"),
+           "seconds": seconds, "T": run.T, "rho": run.rho, "n": data.n, **summary}
     if return_result:
         out.update(result=res, data=data)
     return out

@@ -126,21 +126,30 @@ def student_output(X, W, beta: float = 1.0):
     return row_softmax(beta * student_indices(X, W))
 
 
+def square_loss(yh, y, n):
+    """``(L, E)``: ``L = (1/2n) sum_mu ||y_hat^mu - y^mu||_F^2`` ``(k,)`` and ``E = dL/dy_hat = (y_hat - y)/n``."""
+    R = yh - y
+    return 0.5 * (R * R).sum(axis=(1, 2, 3)) / n, R / n
+
+
+def softmax_backward(yh, E, beta):
+    r"""``dL/dh`` from ``E = dL/dy`` through ``y = softmax(beta h)`` row by row.
+
+    .. math::  G_{ab} = \beta\, y_{ab} \Bigl(E_{ab} - \sum_c E_{ac}\, y_{ac}\Bigr).
+    """
+    return beta * yh * (E - (E * yh).sum(axis=-1, keepdims=True))
+
+
 def softmax_loss(h, y, beta, n, want_grad=True):
     r"""Square loss of the outputs ``softmax(beta h)`` and its gradient ``G = dL/dh``, without checks.
 
-    ``h`` has shape ``(k, n, T, T)``, ``y`` ``(n, T, T)``.  With
-    ``E = (y_hat - y) / n`` and the softmax Jacobian applied row by row,
-    ``G_ab = beta y_hat_ab (E_ab - sum_c E_ac y_hat_ac)``.  Returns ``(L, G)``:
+    ``h`` has shape ``(k, n, T, T)``, ``y`` ``(n, T, T)``; ``G`` is
+    :func:`softmax_backward` of ``E = (y_hat - y) / n``.  Returns ``(L, G)``:
     ``(k,)`` and ``(k, n, T, T)`` (``G`` is ``None`` if ``want_grad`` is false).
     """
     yh = row_softmax(beta * h)
-    R = yh - y
-    L = 0.5 * (R * R).sum(axis=(1, 2, 3)) / n
-    if not want_grad:
-        return L, None
-    E = R / n
-    return L, beta * yh * (E - (E * yh).sum(axis=-1, keepdims=True))
+    L, E = square_loss(yh, y, n)
+    return L, (softmax_backward(yh, E, beta) if want_grad else None)
 
 
 def trace_penalty(W3, weight_decay: float, want_grad=True):
@@ -159,25 +168,29 @@ def loss_grad(X2, y, W3, beta, n, T, want_grad=True):
     r"""Square loss and gradient of a batch of students, without checks.
 
     ``X2`` holds the tokens as ``(n T, d)``, ``y`` the targets ``(n, T, T)``,
-    ``W3`` the weights ``(k, d, r)``.  With ``G = dL/dh_hat`` of
-    :func:`softmax_loss`,
-
-    .. math::
-
-        \nabla_W L = \frac{1}{\sqrt r\, d} \Bigl[\sum_\mu X^{\mu\top} (G^\mu + G^{\mu\top}) P^\mu
-                     - 2 \Bigl(\sum_\mu \operatorname{Tr} G^\mu\Bigr) W \Bigr],
-
-    at a cost of ``O(n T d r)``.  Returns ``(L, grad)``: ``(k,)`` and
-    ``(k, d, r)`` (``grad`` is ``None`` if ``want_grad`` is false).
+    ``W3`` the weights ``(k, d, r)``.  ``G = dL/dh_hat`` comes from
+    :func:`softmax_loss` and the gradient is :func:`index_grad` of ``G``, at a
+    cost of ``O(n T d r)``.  Returns ``(L, grad)``: ``(k,)`` and ``(k, d, r)``
+    (``grad`` is ``None`` if ``want_grad`` is false).
     """
-    d, r = W3.shape[1:]
     P, h = _indices(X2, W3, n, T)
     L, G = softmax_loss(h, y, beta, n, want_grad)
-    if not want_grad:
-        return L, None
-    c = 1.0 / (float(np.sqrt(r)) * d)
+    return L, (index_grad(X2, W3, P, G) if want_grad else None)
+
+
+def index_grad(X2, W3, P, G):
+    r"""``dL/dW`` from ``G = dL/dh_hat`` (shape ``(k, n, T, T)``, entries independent).
+
+    With ``P = X W`` from :func:`_indices` and the contraction of :func:`backprop`,
+
+    .. math::  \nabla_W L = \frac{1}{\sqrt r\, d} \Bigl[\sum_\mu X^{\mu\top} (G^\mu + G^{\mu\top}) P^\mu
+               - 2 \Bigl(\sum_\mu \operatorname{Tr} G^\mu\Bigr) W \Bigr],
+
+    at a cost of ``O(n T d r)``; returns ``(k, d, r)``.
+    """
+    d, r = W3.shape[1:]
     grad, trG = backprop(X2, G, P)
-    return L, c * (grad - 2.0 * trG[:, None, None] * W3)
+    return (grad - 2.0 * trG[:, None, None] * W3) / (float(np.sqrt(r)) * d)
 
 
 def backprop(X2, G, M):

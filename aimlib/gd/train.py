@@ -93,17 +93,20 @@ class _Problem:
         self.n, self.T, self.d = X.shape
         self.X2 = X.reshape(self.n * self.T, self.d)
 
+    def _loss_grad(self, X2, y, W, n: int, want_grad: bool = True):
+        """Data loss and gradient of the objective of ``W`` on ``n`` samples (tokens ``X2`` as ``(n T, d)``)."""
+        return self.objective.loss_grad(X2, y, W, self.beta, n, self.T, want_grad)
+
     def loss_grad(self, W, idx=None):
         """Data loss and gradient of the objective on all samples, or on the samples ``idx``."""
         if idx is None:
-            return self.objective.loss_grad(self.X2, self.y, W, self.beta, self.n, self.T)
+            return self._loss_grad(self.X2, self.y, W, self.n)
         m = idx.shape[0]
-        return self.objective.loss_grad(self.X[idx].reshape(m * self.T, self.d), self.y[idx], W,
-                                        self.beta, m, self.T)
+        return self._loss_grad(self.X[idx].reshape(m * self.T, self.d), self.y[idx], W, m)
 
     def loss(self, W):
         """The ``(k,)`` data losses on all samples."""
-        return self.objective.loss_grad(self.X2, self.y, W, self.beta, self.n, self.T, False)[0]
+        return self._loss_grad(self.X2, self.y, W, self.n, want_grad=False)[0]
 
 
 class _Batches:
@@ -138,9 +141,14 @@ class _Curves:
         if self.test is not None:
             self.test_loss.append(to_host(self.test.loss(W)))
         if self.S is not None:
-            S_hat = self.objective.matrix(W)
-            self.errors.append(estimation_error(S_hat, self.S))
-            self.averaged.append(estimation_error(S_hat.mean(axis=0), self.S))
+            errors, averaged = self.estimation_errors(W)
+            self.errors.append(errors)
+            self.averaged.append(averaged)
+
+    def estimation_errors(self, W):
+        """``(1/d)||S_hat_i - S||_F^2`` per restart ``(k,)`` and that of the average of the ``S_hat_i``."""
+        S_hat = self.objective.matrix(W)
+        return estimation_error(S_hat, self.S), estimation_error(S_hat.mean(axis=0), self.S)
 
 
 def _check_finite(L, g, step: int, rule) -> None:
@@ -219,14 +227,18 @@ def _initial_W(init, k: int, r: int, seed, init_scale: float, X, student: str):
     return initial_weights(X.shape[2], r, k, seed, scale=init_scale, dtype=X.dtype, backend=backend)
 
 
-def _teacher_and_test(S, X_test, y_test, X):
-    """The teacher ``S (d, d)`` and the test set as a :class:`_Problem` (or ``None``), on the module of ``X``."""
+def _teacher_and_test(S, X_test, y_test, X, layers: int = 1):
+    """The teacher and the test set ``(X_test, y_test)`` (or ``None``), on the module of ``X``.
+
+    ``S`` has shape ``(d, d)``, or ``(layers, d, d)`` for ``layers > 1`` teachers.
+    """
     _, T, d = X.shape
     xp = get_array_module(X)
     if S is not None:
-        S = v.finite_array("S", S, ndim=2)
-        if S.shape != (d, d):
-            raise ValueError(f"S must have shape ({d}, {d}), got {tuple(S.shape)}")
+        shape = (d, d) if layers == 1 else (layers, d, d)
+        S = v.finite_array("S", S, ndim=len(shape))
+        if S.shape != shape:
+            raise ValueError(f"S must have shape {shape}, got {tuple(S.shape)}")
         S = to_device(S, xp).astype(X.dtype)
     if (X_test is None) != (y_test is None):
         raise ValueError("X_test and y_test must be given together")
@@ -270,7 +282,25 @@ def _optimise(problem: _Problem, W, rule, sched: _Schedule, curves: _Curves, bat
     return W, n_steps, converged
 
 
-def _result(W, curves: _Curves, n_steps, converged, seconds: float) -> GDResult:
+def _training_data(X, y):
+    """Validate the training set; ``X`` must be floating, ``y`` is cast to its dtype."""
+    X, y, _ = check_xy(X, y)
+    if not np.issubdtype(X.dtype, np.floating):
+        raise TypeError(f"X must have a floating dtype, got {X.dtype}")
+    return X, y.astype(X.dtype, copy=False)
+
+
+def _train(problem: _Problem, W, rule, sched: _Schedule, curves: _Curves, seed):
+    """Run :func:`_optimise` (mini-batches drawn from ``seed``); returns ``(W, n_steps, converged, seconds)``."""
+    batches = None if sched.batch_size is None else _Batches(problem.n, sched.batch_size, seed,
+                                                             get_array_module(W))
+    t0 = time.perf_counter()
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported by _check_finite
+        W, n_steps, converged = _optimise(problem, W, rule, sched, curves, batches)
+    return W, n_steps, converged, time.perf_counter() - t0
+
+
+def _result(W, n_steps, converged, seconds: float, curves: _Curves) -> GDResult:
     """Assemble the :class:`GDResult` (host arrays) from the final weights and the curves."""
     objective = curves.objective
     S_hat = objective.matrix(W)
@@ -349,12 +379,10 @@ def train_gd(X, y, *, rank: int | None = None, rho: float | None = None, beta: f
     GDResult
         Raises :class:`aimlib.ConvergenceError` if a loss or gradient becomes NaN or infinite.
     """
-    X, y, _ = check_xy(X, y)
-    if not np.issubdtype(X.dtype, np.floating):
-        raise TypeError(f"X must have a floating dtype, got {X.dtype}")
+    X, y = _training_data(X, y)
     n, T, d = X.shape
     objective = Objective(student, weight_decay)
-    problem = _Problem(X, y.astype(X.dtype, copy=False), check_beta(beta), objective)
+    problem = _Problem(X, y, check_beta(beta), objective)
     rule = make_optimizer(optimizer, lr=lr, adam_betas=adam_betas, adam_eps=adam_eps)
     sched = _schedule(steps, tol, record_every, batch_size, n)
     init_scale = v.positive("init_scale", init_scale)
@@ -363,9 +391,5 @@ def train_gd(X, y, *, rank: int | None = None, rho: float | None = None, beta: f
     sizes = dict(restarts=k, n=n, T=T, d=d, rank=r, **({"n_test": test[0].shape[0]} if test else {}))
     check_memory(lambda **s: memory_estimate(**s, itemsize=X.dtype.itemsize), sizes, check_memory_mb(memory_mb))
     W = _initial_W(init, k, r, seed, init_scale, X, objective.student)
-    batches = None if sched.batch_size is None else _Batches(n, sched.batch_size, seed, get_array_module(X))
     curves = _Curves(None if test is None else _Problem(*test, problem.beta, objective), S, objective)
-    t0 = time.perf_counter()
-    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported by _check_finite
-        W, n_steps, converged = _optimise(problem, W, rule, sched, curves, batches)
-    return _result(W, curves, n_steps, converged, time.perf_counter() - t0)
+    return _result(*_train(problem, W, rule, sched, curves, seed), curves)
