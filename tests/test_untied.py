@@ -218,3 +218,15 @@ def test_solve_untied_fixed_point_and_threshold():
     assert np.all(np.diff(m) < 0)
     with pytest.raises(ValueError, match="alpha"):
         u.solve_untied(-0.1, T, rho)
+
+
+def test_indices_and_softmax_on_the_device(strict_cupy):
+    """Device arrays in, device arrays out (the strict CuPy stand-in of ``tests/strict_cupy.py``)."""
+    from aimlib.backend import to_device, to_host
+    S = u.sample_teacher_untied(16, 0.5, seed=1)
+    X = np.random.default_rng(2).standard_normal((5, 3, 16))
+    for Xd, Sd in ((to_device(X, strict_cupy), to_device(S, strict_cupy)), (X, to_device(S, strict_cupy))):
+        h = u.untied_indices(Xd, Sd)
+        assert not isinstance(h, np.ndarray)
+        assert np.allclose(to_host(h), u.untied_indices(X, S))
+        assert np.allclose(to_host(u.untied_softmax(Xd, Sd)), u.untied_softmax(X, S))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validate as v
+from ..backend import to_common
 from ..channels import row_softmax
 from ..channels.softmax import check_beta
 from ..model import teacher_width
@@ -39,16 +40,17 @@ def sample_teacher_untied(d: int, rho: float, seed=None):
 def untied_indices(X, S):
     r"""``h_ab = x_a^T S x_b / sqrt(d) - delta_ab Tr(S) / sqrt(d)`` for a batch ``X`` of shape ``(n, T, d)``.
 
-    ``S`` is any real ``(d, d)`` matrix; the result ``(n, T, T)`` is not symmetrised.
+    ``S`` is any real ``(d, d)`` matrix; the result ``(n, T, T)`` is not symmetrised
+    (a CuPy array if ``X`` or ``S`` is one).
     """
     X = v.finite_array("X", X, ndim=3)
     S = v.finite_array("S", S, ndim=2)
-    X, S = np.asarray(X, dtype=float), np.asarray(S, dtype=float)
     d, T = X.shape[2], X.shape[1]
-    if S.shape != (d, d):
-        raise ValueError(f"S must have shape ({d}, {d}) to match X, got {S.shape}")
-    h = X @ S @ np.swapaxes(X, 1, 2) / np.sqrt(d)
-    return h - np.eye(T) * (np.trace(S) / np.sqrt(d))
+    if tuple(S.shape) != (d, d):
+        raise ValueError(f"S must have shape ({d}, {d}) to match X, got {tuple(S.shape)}")
+    xp, X, S = to_common(X, S)
+    h = X @ S @ xp.swapaxes(X, 1, 2) / np.sqrt(d)
+    return h - xp.eye(T, dtype=h.dtype) * (xp.trace(S) / np.sqrt(d))
 
 
 def untied_softmax(X, S, beta: float = 1.0):
