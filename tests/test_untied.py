@@ -230,3 +230,13 @@ def test_indices_and_softmax_on_the_device(strict_cupy):
         assert not isinstance(h, np.ndarray)
         assert np.allclose(to_host(h), u.untied_indices(X, S))
         assert np.allclose(to_host(u.untied_softmax(Xd, Sd)), u.untied_softmax(X, S))
+
+
+def test_make_comparison_file(tmp_path):
+    path = tmp_path / "cmp.csv"
+    u.make_comparison(path, rhos=(0.5,), Ts=(2,), alphas=[0.1, 0.2])
+    assert path.read_text().startswith("# made by: python -c")
+    rows = np.loadtxt(path, delimiter=",")
+    assert rows.shape == (2, 5)
+    assert rows[1, 4] == pytest.approx(u.solve_untied(0.2, 2, 0.5)[0])
+    assert rows[1, 3] == 0.0          # tied: beyond alpha_PR = 0.1875

@@ -8,11 +8,11 @@ its isotropic closure and threshold).
 from .denoising import mmse_rect, oracle_curve, oracle_error, rie_rect, sample_denoising_untied
 from .model import (count_threshold, measurements_per_sample, sample_teacher_untied, sector_counts,
                     unknowns_fraction, untied_indices, untied_softmax)
-from .state_evolution import (curve_untied, gaussian_sectors, output_coefficients, output_free_entropy,
-                              sector_qhat, solve_sectors, solve_untied, untied_threshold)
+from .state_evolution import (curve_untied, gaussian_sectors, make_comparison, output_coefficients,
+                              output_free_entropy, sector_qhat, solve_sectors, solve_untied, untied_threshold)
 
 __all__ = ["sample_teacher_untied", "untied_indices", "untied_softmax", "measurements_per_sample",
            "sector_counts", "unknowns_fraction", "count_threshold", "sample_denoising_untied",
            "oracle_error", "oracle_curve", "rie_rect", "mmse_rect", "output_coefficients",
            "output_free_entropy", "sector_qhat", "gaussian_sectors", "solve_sectors", "solve_untied",
-           "curve_untied", "untied_threshold"]
+           "curve_untied", "untied_threshold", "make_comparison"]

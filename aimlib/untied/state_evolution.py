@@ -33,7 +33,7 @@ from .denoising import mmse_rect
 from .model import count_threshold, measurements_per_sample, unknowns_fraction
 
 __all__ = ["output_coefficients", "output_free_entropy", "sector_qhat", "gaussian_sectors",
-           "solve_sectors", "solve_untied", "curve_untied", "untied_threshold"]
+           "solve_sectors", "solve_untied", "curve_untied", "untied_threshold", "make_comparison"]
 
 
 def output_coefficients(T: int) -> tuple:
@@ -125,3 +125,22 @@ def solve_untied(alpha: float, T: int, rho: float, *, tol: float = 1e-10):
 def curve_untied(alphas, T: int, rho: float) -> np.ndarray:
     """:func:`solve_untied`'s ``mmse`` along ``alphas``."""
     return np.array([solve_untied(float(a), T, rho)[0] for a in np.atleast_1d(alphas)])
+
+
+def make_comparison(path, rhos=(0.2, 0.5), Ts=(2, 3), alphas=None) -> str:
+    """Write the tied (exact SE) and untied (isotropic closure) softmax errors along ``alphas`` to ``path``.
+
+    Columns ``T, rho, alpha, E_tied, E_untied``; the header names the command.
+    """
+    from ..state_evolution import curve
+
+    alphas = np.linspace(0.005, 0.4, 80) if alphas is None else np.asarray(alphas, dtype=float)
+    rows = [(T, rho, a, et, eu) for rho in rhos for T in Ts
+            for a, et, eu in zip(alphas, curve(alphas, "softmax", T=T, rho=rho).mmse,
+                                 curve_untied(alphas, T, rho))]
+    header = (f"made by: python -c \"from aimlib.untied.state_evolution import make_comparison; "
+              f"make_comparison('{path}', rhos={tuple(rhos)}, Ts={tuple(Ts)})\"\n"
+              "noiseless softmax, estimation error: tied (exact SE), untied (isotropic closure "
+              "V = mmse_rect(V / ((T^2 - T) alpha)))\nT,rho,alpha,E_tied,E_untied")
+    np.savetxt(path, np.array(rows), delimiter=",", fmt="%.10g", header=header)
+    return str(path)
