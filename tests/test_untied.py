@@ -240,3 +240,41 @@ def test_make_comparison_file(tmp_path):
     assert rows.shape == (2, 5)
     assert rows[1, 4] == pytest.approx(u.solve_untied(0.2, 2, 0.5)[0])
     assert rows[1, 3] == 0.0          # tied: beyond alpha_PR = 0.1875
+
+
+def test_euler_identity_of_the_output_side():
+    """``V_A qhat_A + V_B qhat_B = 2 alpha (T^2 - T)`` at every ratio (the threshold proof)."""
+    for T in (2, 3, 5):
+        for VA, VB in ((0.1, 0.4), (0.01, 0.02), (0.3, 0.001)):
+            qA, qB = u.sector_qhat(VA, VB, 0.3, T)
+            assert VA * qA + VB * qB == pytest.approx(2 * 0.3 * (T * T - T))
+
+
+def _tangent_mu(d, rho):
+    """Eigenvalues of ``P^T tau P`` (``tau`` the transposition) on the tangent space of rank ``rho d``."""
+    r, rng = round(rho * d), np.random.default_rng(0)
+    U, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    V, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    P = np.concatenate([np.kron(U[:, :r], np.eye(d)), np.kron(U[:, r:], V[:, :r])], axis=1)
+    Pt = P.reshape(d, d, -1).transpose(1, 0, 2).reshape(d * d, -1)
+    return np.linalg.eigvalsh(P.T @ Pt), P.shape[1] / d**2
+
+
+@pytest.mark.parametrize("T", [2, 3])
+def test_linearised_two_overlap_se_has_the_counting_threshold(T):
+    """Cramer-Rao errors on the tangent space (anisotropic noise) + the sector channel:
+    the non-trivial linearised fixed point sits at ``alpha_count``, in a non-isotropic direction."""
+    from scipy.optimize import brentq
+    mu, f = _tangent_mu(16, 0.5)
+    assert f == pytest.approx(u.unknowns_fraction(0.5))
+    wA, wB = (1 + mu) / 2, (1 - mu) / 2
+
+    def alpha_and_EA(x):
+        qA, qB = u.sector_qhat(x, 1 - x, 1.0, T)
+        den = wA * qA + wB * qB
+        alpha = 2 * f * np.mean(1 / den)
+        return alpha, 2 * f * np.mean(wA / den) / alpha
+
+    x = brentq(lambda x: alpha_and_EA(x)[1] - x, 1e-6, 1 - 1e-6)
+    assert alpha_and_EA(x)[0] == pytest.approx(u.count_threshold(0.5, T), rel=1e-9)
+    assert 0.1 < x < 0.4

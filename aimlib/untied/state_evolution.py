@@ -12,7 +12,10 @@ shift per row, so (up to constants)
 and ``qhat_s = -4 alpha dPsi_out/dV_s``: each part is observed through a Gaussian
 channel of its own signal-to-noise ratio (:func:`sector_qhat`).  The channel is
 anisotropic: at ``V_A = V_B`` the two parts get ``(T^2 - 1)/2`` and ``(T - 1)^2/2``
-effective measurements per sample.
+effective measurements per sample.  By Euler's identity
+``V_A qhat_A + V_B qhat_B = 2 alpha (T^2 - T)`` at every ratio, which with the
+low-noise identity of the prior, ``sum_s mmse_s qhat_s -> 2 rho (2 - rho)``, puts
+the perfect-recovery threshold of the two-overlap SE at the counting threshold.
 
 :func:`solve_sectors` iterates the exact two-overlap SE for a prior given by its
 two sector MMSEs (closed form for the Gaussian prior, :func:`gaussian_sectors`).
@@ -93,7 +96,8 @@ def solve_sectors(alpha: float, T: int, sectors=gaussian_sectors, *, damping: fl
 def untied_threshold(rho: float, T: int) -> float:
     r"""Perfect recovery of the isotropic closure: ``alpha_bar = lim mmse_rect(Delta)/Delta = rho(2 - rho)``.
 
-    Equal to :func:`~aimlib.untied.count_threshold` (``rho (2 - rho)/(T^2 - T)``).
+    Equal to :func:`~aimlib.untied.count_threshold` (``rho (2 - rho)/(T^2 - T)``), and to
+    the threshold of the two-overlap SE (the Euler identity of the module docstring).
     """
     return unknowns_fraction(rho) / measurements_per_sample(T)
 
