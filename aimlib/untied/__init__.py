@@ -5,7 +5,8 @@ Modules: :mod:`~aimlib.untied.model` (teacher, indices, softmax outputs, countin
 :mod:`~aimlib.untied.state_evolution` (the two-overlap SE of the softmax channel,
 its isotropic closure and threshold).
 """
-from .denoising import mmse_rect, oracle_curve, oracle_error, rie_rect, sample_denoising_untied
+from .denoising import (mmse_rect, oracle_curve, oracle_error, rie_rect, sample_denoising_untied, singular_density,
+                        singular_stieltjes)
 from .model import (count_threshold, measurements_per_sample, sample_teacher_untied, sector_counts,
                     unknowns_fraction, untied_indices, untied_softmax)
 from .state_evolution import (curve_untied, gaussian_sectors, make_comparison, output_coefficients,
@@ -13,6 +14,6 @@ from .state_evolution import (curve_untied, gaussian_sectors, make_comparison, o
 
 __all__ = ["sample_teacher_untied", "untied_indices", "untied_softmax", "measurements_per_sample",
            "sector_counts", "unknowns_fraction", "count_threshold", "sample_denoising_untied",
-           "oracle_error", "oracle_curve", "rie_rect", "mmse_rect", "output_coefficients",
+           "oracle_error", "oracle_curve", "rie_rect", "singular_stieltjes", "singular_density", "mmse_rect", "output_coefficients",
            "output_free_entropy", "sector_qhat", "gaussian_sectors", "solve_sectors", "solve_untied",
            "curve_untied", "untied_threshold", "make_comparison"]
