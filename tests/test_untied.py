@@ -199,8 +199,8 @@ def test_singular_density_mass_and_moment():
 
 
 def test_mmse_rect_against_the_oracle_at_finite_d():
-    """Independent check: the oracle spectral estimator at ``d = 400`` (one draw) is below the
-    limit by ``O(1/d)`` (about 1% at ``d = 400``, 0.4% at ``d = 600``)."""
+    """Independent check: the oracle spectral estimator at ``d = 400`` (one draw) differs from the
+    limit by ``O(1/d)``: at most 1.3% here (0.4% at ``d = 600``)."""
     deltas = np.array([0.01, 0.3, 3.0])
     for rho in (0.2, 0.5):
         orc = u.oracle_curve(rho, deltas, 400, 1)
