@@ -298,3 +298,44 @@ def test_linearised_two_overlap_se_has_the_counting_threshold(T):
     x = brentq(lambda x: alpha_and_EA(x)[1] - x, 1e-6, 1 - 1e-6)
     assert alpha_and_EA(x)[0] == pytest.approx(u.count_threshold(0.5, T), rel=1e-9)
     assert 0.1 < x < 0.4
+
+
+# ------------------------------------------------------------------ students
+
+
+def test_student_gradient_and_row_differences():
+    from aimlib.untied.student import _loss_and_gradient, row_differences
+    d = 8
+    S, S2 = u.sample_teacher_untied(d, 0.5, 0), u.sample_teacher_untied(d, 0.5, 5)
+    X = np.random.default_rng(1).standard_normal((20, 3, d))
+    m = row_differences(X, S)
+    assert np.allclose(np.diagonal(m, axis1=1, axis2=2), 0)
+    assert m[0, 0, 1] == pytest.approx((X[0, 0] @ S @ X[0, 1] - X[0, 0] @ S @ X[0, 0] + np.trace(S)) / math.sqrt(d))
+    _, G = _loss_and_gradient(S2, X, m)
+    E, eps = np.random.default_rng(2).standard_normal((d, d)), 1e-6
+    fd = (_loss_and_gradient(S2 + eps * E, X, m)[0] - _loss_and_gradient(S2 - eps * E, X, m)[0]) / (2 * eps)
+    assert np.sum(G * E) == pytest.approx(fd, rel=1e-6)
+
+
+def test_students_recover_above_counting_and_tied_cannot_fit_untied():
+    from aimlib.untied.student import fit_student, row_differences
+    d, T = 8, 3
+    S = u.sample_teacher_untied(d, 0.5, 0)
+    X = np.random.default_rng(1).standard_normal((20, T, d))   # 120 measurements > r(2d - r) = 48
+    m = row_differences(X, S)
+    Sh, loss = fit_student(X, m, 4, seed=0)
+    assert loss < 1e-10 and np.sum((Sh - S) ** 2) / d < 1e-8
+    Sh, loss = fit_student(X, m, 4, tied=True, seed=0)
+    assert loss > 1.0 and np.sum((Sh - S) ** 2) / d > 0.3     # the antisymmetric part is out of reach
+    with pytest.raises(ValueError, match="r"):
+        fit_student(X, m, 0)
+
+
+def test_recovery_table_file(tmp_path):
+    from aimlib.untied.student import recovery_table
+    path = tmp_path / "rec.csv"
+    recovery_table(path, [1.0], d=6, rho=0.5, T=2, seeds=1)
+    assert path.read_text().startswith("# made by: python -c")
+    rows = np.loadtxt(path, delimiter=",")
+    assert rows.shape == (4, 6)
+    assert set(map(tuple, rows[:, :2])) == {(1, 1), (1, 0), (0, 1), (0, 0)}
