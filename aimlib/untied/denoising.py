@@ -114,7 +114,8 @@ def singular_stieltjes(x, delta: float, rho: float, eps: float = 1e-10):
     Among the four roots, the one with the most negative imaginary part (the
     Stieltjes transform maps the upper half plane to the lower one).
     """
-    z = np.asarray(x, dtype=float).ravel() + 1j * eps
+    delta, rho = v.positive("delta", delta), v.rho(rho)
+    z = np.asarray(x, dtype=float).ravel() + 1j * v.positive("eps", eps)
     n = z.size
     comp = np.zeros((n, 4, 4), dtype=complex)       # companion matrices of the monic quartic
     comp[:, 0, :] = np.stack([z, (rho - 1 + rho * delta) * np.ones(n), -rho * z,
@@ -126,8 +127,6 @@ def singular_stieltjes(x, delta: float, rho: float, eps: float = 1e-10):
 
 def singular_density(x, delta: float, rho: float):
     """Density ``mu(x) = -Im g(x + i0)/pi`` of the symmetrised singular values of ``Y``."""
-    delta = v.positive("delta", delta)
-    rho = v.rho(rho)
     return np.maximum(-singular_stieltjes(x, delta, rho).imag / np.pi, 0.0).reshape(np.shape(x))
 
 
