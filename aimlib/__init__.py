@@ -18,6 +18,8 @@ amp
     GAMP-RIE, the message-passing algorithm that tracks the state evolution.
 gd
     Gradient descent on attention students, with averaging over restarts.
+untied
+    Untied key and query ``S = Q K^T / sqrt(r d)``: counting, rectangular RIE, state evolution.
 convex
     The convex route: minimum-trace recovery, its statistical dimension and threshold.
 sweep
@@ -33,12 +35,13 @@ cli
 """
 import importlib
 
-from . import amp, backend, channels, convex, gd, model, rmt, state_evolution
+from . import amp, backend, channels, convex, gd, model, rmt, state_evolution, untied
 from .errors import ConvergenceError
 
 __version__ = "0.1.0"
 _ON_DEMAND = ("sweep", "widgets", "plotting", "cli")
-__all__ = ["amp", "backend", "channels", "convex", "gd", "model", "rmt", "state_evolution", *_ON_DEMAND,
+__all__ = ["amp", "backend", "channels", "convex", "gd", "model", "rmt", "state_evolution", "untied",
+           *_ON_DEMAND,
            "ConvergenceError", "__version__"]
 
 

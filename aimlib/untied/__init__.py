@@ -1,0 +1,29 @@
+"""Untied key and query: ``S = Q K^T / sqrt(r d)``, not symmetric (book, chapter "Beyond").
+
+Modules: :mod:`~aimlib.untied.model` (teacher, indices, softmax outputs, counting),
+:mod:`~aimlib.untied.denoising` (the rectangular RIE and the prior MMSE ``mmse_rect``),
+:mod:`~aimlib.untied.state_evolution` (the two-overlap SE of the softmax channel,
+its isotropic closure and threshold), :mod:`~aimlib.untied.student` (tied and untied
+factorised students fitted by L-BFGS).
+"""
+from .denoising import (mmse_rect, oracle_curve, oracle_error, rie_rect, sample_denoising_untied, singular_density,
+                        singular_stieltjes)
+from .model import (count_threshold, measurements_per_sample, sample_teacher_untied, sector_counts,
+                    unknowns_fraction, untied_indices, untied_softmax)
+from .state_evolution import (curve_untied, gaussian_sectors, make_comparison, output_coefficients,
+                              output_free_entropy, sector_qhat, solve_sectors, solve_untied, untied_threshold)
+from .student import fit_student, recovery_table, row_differences
+
+__all__ = [
+    # model
+    "sample_teacher_untied", "untied_indices", "untied_softmax", "measurements_per_sample",
+    "sector_counts", "unknowns_fraction", "count_threshold",
+    # denoising
+    "sample_denoising_untied", "oracle_error", "oracle_curve", "rie_rect", "singular_stieltjes",
+    "singular_density", "mmse_rect",
+    # state evolution
+    "output_coefficients", "output_free_entropy", "sector_qhat", "gaussian_sectors", "solve_sectors",
+    "solve_untied", "curve_untied", "untied_threshold", "make_comparison",
+    # students
+    "row_differences", "fit_student", "recovery_table",
+]

@@ -1,0 +1,93 @@
+r"""Factorised students fitted to noiseless softmax data: untied ``Q K^T`` and tied ``W W^T``.
+
+The softmax output of a sample fixes the ``T^2 - T`` differences
+``m_ab = h_ab - h_aa`` (``b != a``); a student ``S_hat = Q K^T / sqrt(r d)`` (untied)
+or ``W W^T / sqrt(r d)`` (tied) of width ``r`` minimises
+``L = (1/2) sum_{mu, a, b} (m_ab(S_hat) - m_ab(S))^2`` by L-BFGS from a random start.
+Noiseless data: ``L = 0`` at the teacher, and recovery shows as ``E_S ~ 0``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.optimize import minimize
+
+from .. import _validate as v
+from ..model import sample_teacher, teacher_width
+from .model import sample_teacher_untied, untied_indices
+
+__all__ = ["row_differences", "fit_student", "recovery_table"]
+
+
+def row_differences(X, S):
+    """``m_ab = h_ab - h_aa`` for every sample: what the softmax reveals (``m_aa = 0``), shape ``(n, T, T)``."""
+    h = untied_indices(X, S)
+    return h - np.diagonal(h, axis1=1, axis2=2)[:, :, None]
+
+
+def _loss_and_gradient(S, X, m):
+    """``L`` and ``dL/dS`` for the row differences of ``S`` against the data ``m``."""
+    d = X.shape[-1]
+    R = row_differences(X, S) - m
+    G = (np.einsum("nab,nai,nbj->ij", R, X, X) - np.einsum("nab,nai,naj->ij", R, X, X)) / math.sqrt(d)
+    # h_ab - h_aa carries + Tr(S)/sqrt(d) for b != a
+    G += np.eye(d) * (R.sum() - np.einsum("naa->", R)) / math.sqrt(d)
+    return 0.5 * float(np.sum(R * R)), G
+
+
+def fit_student(X, m, r: int, *, tied: bool = False, seed=None, init_scale: float = 0.5,
+                max_iter: int = 5000):
+    r"""Fit a width-``r`` factorised student to the row differences ``m``; return ``(S_hat, loss)``.
+
+    ``tied=True``: ``S_hat = W W^T / sqrt(r d)``; else ``Q K^T / sqrt(r d)``.  The
+    factors start i.i.d. ``N(0, init_scale^2)`` (``seed``); L-BFGS runs up to ``max_iter``
+    iterations (the final loss says whether the data were fitted).
+    """
+    X = v.finite_array("X", X, ndim=3)
+    m = v.finite_array("m", m, ndim=3)
+    d = X.shape[-1]
+    r = v.integer("r", r, minimum=1, maximum=d)
+    scale = math.sqrt(r * d)
+    n_fac = 1 if tied else 2
+
+    def factors(p):
+        Q = p[:d * r].reshape(d, r)
+        return Q, (Q if tied else p[d * r:].reshape(d, r))
+
+    def fg(p):
+        Q, K = factors(p)
+        loss, G = _loss_and_gradient(Q @ K.T / scale, X, m)
+        gQ, gK = G @ K / scale, G.T @ Q / scale
+        return loss, ((gQ + gK).ravel() if tied else np.concatenate([gQ.ravel(), gK.ravel()]))
+
+    p0 = v.positive("init_scale", init_scale) * v.generator(seed).standard_normal(n_fac * d * r)
+    res = minimize(fg, p0, jac=True, method="L-BFGS-B",
+                   options={"maxiter": v.integer("max_iter", max_iter, minimum=1), "gtol": 1e-10,
+                            "ftol": 1e-15})
+    Q, K = factors(res.x)
+    return Q @ K.T / scale, float(res.fun)
+
+
+def recovery_table(path, alphas, *, d: int = 24, rho: float = 0.5, T: int = 2, seeds: int = 2) -> str:
+    """Errors ``E_S`` of tied and untied students on tied and untied teachers; write a CSV at ``path``.
+
+    Columns ``teacher_tied, student_tied, alpha, seed, error, loss``; one teacher of
+    each kind (seed 0), tokens from seed 1, students from ``seed``.
+    """
+    r = teacher_width(d, rho)
+    teachers = {1: sample_teacher(d, rho, seed=0, backend="numpy"), 0: sample_teacher_untied(d, rho, seed=0)}
+    rows = []
+    for t_tied, S in teachers.items():
+        for alpha in alphas:
+            X = np.random.default_rng(1).standard_normal((max(1, round(alpha * d * d)), T, d))
+            m = row_differences(X, S)
+            for s_tied in (1, 0):
+                for seed in range(seeds):
+                    Sh, loss = fit_student(X, m, r, tied=bool(s_tied), seed=seed)
+                    rows.append((t_tied, s_tied, alpha, seed, np.sum((Sh - S) ** 2) / d, loss))
+    header = (f"made by: python -c \"from aimlib.untied.student import recovery_table; recovery_table("
+              f"'{path}', {list(map(float, alphas))}, d={d}, rho={rho}, T={T}, seeds={seeds})\"\n"
+              "teacher_tied,student_tied,alpha,seed,error,loss")
+    np.savetxt(path, np.array(rows), delimiter=",", fmt="%.8g", header=header)
+    return str(path)
