@@ -193,7 +193,7 @@ def test_static_playground_renders_saved_widgets(built_book, chromium_app):
                 mathjax3: !!(window.MathJax && window.MathJax.typesetPromise)})""")
         finally:
             ctx.close()
-    assert report["panels"] == 5 and report["sliders"] >= 8 and report["selects"] >= 3, report
+    assert report["panels"] == 6 and report["sliders"] >= 10 and report["selects"] >= 3, report
     assert report["hub"] and report["mathjax3"], report
     problems = {k: v for k, v in seen.items() if v}
     assert not problems, problems
