@@ -10,6 +10,8 @@ channels
     ``channels.deep_hardmax`` for two attention layers).
 model
     Sampling teachers, tokens, attention indices (one or several per sample) and data sets.
+tokens
+    Token laws beyond the standard Gaussian (Rademacher, uniform, sparse, Student-t, correlated).
 rmt
     Random-matrix toolkit: spectra, free convolution, the RIE and the prior MMSE.
 state_evolution
