@@ -180,6 +180,22 @@ def test_deep_panel_data_match_the_two_layer_state_evolution():
     assert "lower end" in _readable(p)
 
 
+def test_untied_panel_data_match_both_state_evolutions():
+    from aimlib import untied
+
+    p = aw.untied_panel(T=2, rho=0.5, alpha_range="0.01, 0.45")
+    assert p.error == "" and p.last_png.startswith(PNG)
+    d = p.last_data
+    i = len(d["alpha"]) // 3
+    assert d["tied"][i] == pytest.approx(se.solve(d["alpha"][i], T=2, rho=0.5).mmse, abs=1e-8)
+    assert d["untied"][i] == pytest.approx(untied.solve_untied(d["alpha"][i], 2, 0.5)[0], abs=1e-8)
+    assert d["threshold_untied"] == pytest.approx(0.375) and np.all(d["untied"] >= d["tied"] - 1e-9)
+    before, after = _changes(p, "T", 3)
+    assert before != after and p.last_data["params"]["T"] == 3
+    p.controls["alpha_range"].value = "0.4, 0.1"
+    assert "lower end" in _readable(p)
+
+
 # --------------------------------------------------------------------------- phase diagram
 def test_phase_panel_softmax_and_T():
     p = aw.phase_panel()

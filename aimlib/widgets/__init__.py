@@ -23,11 +23,14 @@ Panels
     A small GAMP-RIE run (button-triggered) against its state-evolution prediction.
 :func:`deep_panel`
     Two hardmax attention layers: each layer's error against ``alpha`` (book, "Deep attention").
+:func:`untied_panel`
+    Tied against untied key and query (softmax): both errors against ``alpha`` with
+    their thresholds (book, "Beyond the solvable model").
 :func:`training_panel`
     Gradient descent with weight decay, from the stored runs: the learned
     spectrum against the teacher's and the train/test errors (book, "What training learns").
 :func:`playground`
-    All of the above (but the training panel) in one column.
+    All of the above (but the training and untied panels) in one column.
 
 Plots are rendered with the object-oriented Matplotlib API (no ``pyplot``
 state) to PNG bytes and written with ``out.outputs = ()`` followed by
@@ -39,6 +42,7 @@ from __future__ import annotations
 
 from .amp_run import amp_panel
 from .deep import deep_panel
+from .untied import untied_panel
 from .base import (ALPHA_BOUNDS, BETA_BOUNDS, CHANNELS, DELTA_BOUNDS, NOISE_BOUNDS, RHO_BOUNDS, RHO_NOISE,
                    SEED_BOUNDS, T_BOUNDS, BadInput, Panel, W, clear_caches, noisy_curve_cached, parse_range,
                    phase_grid_cached, render_png, round_sig, se_curve_cached, spectrum_sample_cached,
@@ -48,6 +52,7 @@ from .theory import noise_panel, phase_panel, se_panel
 from .training import training_panel
 
 __all__ = ["Panel", "se_panel", "phase_panel", "noise_panel", "spectrum_panel", "amp_panel", "deep_panel",
+           "untied_panel",
            "training_panel", "playground", "render_png", "clear_caches"]
 
 
