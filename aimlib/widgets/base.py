@@ -131,6 +131,14 @@ def figure(ncols: int = 1, figsize=_FIGSIZE):
 
 
 # --------------------------------------------------------------------------- cached theory
+def error_axes(ax, legend_loc="lower left"):
+    """Labels, grid and legend of an ``E_S(alpha)`` plot."""
+    ax.set_xlabel("sample complexity α = n/d²")
+    ax.set_ylabel("estimation error E_S")
+    ax.grid(alpha=0.3)
+    ax.legend(loc=legend_loc)
+
+
 def _alpha_grid(lo: float, hi: float, scale: str, n: int) -> np.ndarray:
     return np.geomspace(lo, hi, n) if scale == "log" else np.linspace(lo, hi, n)
 

@@ -6,8 +6,8 @@ import functools
 import numpy as np
 
 from ..channels.deep_hardmax import STORED_RESIDUALS
-from .base import (ALPHA_BOUNDS, RHO_BOUNDS, W, Panel, dropdown, figure, log_slider, number, parse_range,
-                   range_text, round_sig, se_curve_cached)
+from .base import (ALPHA_BOUNDS, RHO_BOUNDS, W, Panel, dropdown, error_axes, figure, log_slider, number,
+                   parse_range, range_text, round_sig, se_curve_cached)
 
 N_POINTS = 24
 
@@ -49,10 +49,7 @@ class _DeepPanel(Panel):
         ax.set_xscale("log")
         ax.minorticks_off()
         ax.set_ylim(-0.02, 1.05)
-        ax.set_xlabel("sample complexity α = n/d²")
-        ax.set_ylabel("estimation error E_S")
-        ax.grid(alpha=0.3)
-        ax.legend(loc="lower left")
+        error_axes(ax, "lower left")
         return fig
 
 

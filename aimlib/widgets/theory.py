@@ -5,17 +5,9 @@ import numpy as np
 
 from .. import _validate as v
 from .base import (ALPHA_BOUNDS, BETA_BOUNDS, CHANNELS, NOISE_BOUNDS, RHO_BOUNDS, RHO_NOISE, T_BOUNDS, W,
-                   Panel, channel_and_tokens, dropdown, figure, int_slider, log_slider, noisy_curve_cached,
+                   Panel, channel_and_tokens, dropdown, error_axes, figure, int_slider, log_slider, noisy_curve_cached,
                    number, parse_range, phase_grid_cached, range_text, round_sig, se_curve_cached,
                    thresholds_cached, toggle)
-
-
-def _error_axes(ax, legend_loc="lower left"):
-    """Labels, grid and legend of an ``E_S(alpha)`` plot."""
-    ax.set_xlabel("sample complexity α = n/d²")
-    ax.set_ylabel("estimation error E_S")
-    ax.grid(alpha=0.3)
-    ax.legend(loc=legend_loc)
 
 
 # --------------------------------------------------------------------------- SE curves
@@ -56,7 +48,7 @@ class _SEPanel(Panel):
             ax.set_ylim(max(pos.min() if pos.size else 1e-6, 1e-6) / 2, 1.5)
         else:
             ax.set_ylim(-0.02, 1.05)
-        _error_axes(ax)
+        error_axes(ax)
         return fig
 
 
@@ -119,7 +111,7 @@ class _NoisePanel(Panel):
         ax.set_yscale("log")
         ax.minorticks_off()
         ax.set_ylim(max(float(data["mmse"].min()), 1e-6) / 2, 1.5)
-        _error_axes(ax)
+        error_axes(ax)
         return fig
 
 

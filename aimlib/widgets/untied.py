@@ -5,8 +5,8 @@ import functools
 
 import numpy as np
 
-from .base import (ALPHA_BOUNDS, W, Panel, figure, int_slider, log_slider, number, parse_range, range_text,
-                   round_sig, se_curve_cached)
+from .base import (ALPHA_BOUNDS, W, Panel, error_axes, figure, int_slider, log_slider, number, parse_range,
+                   range_text, round_sig, se_curve_cached)
 
 N_POINTS = 24
 RHO_UNTIED = (0.05, 1.0)   # the widths the rectangular prior error is computed for
@@ -50,10 +50,7 @@ class _UntiedPanel(Panel):
             if p["lo"] <= data[key] <= p["hi"]:
                 ax.axvline(data[key], color=color, ls=":", lw=1.2)
         ax.set_ylim(-0.02, 1.05)
-        ax.set_xlabel("sample complexity α = n/d²")
-        ax.set_ylabel("estimation error E_S")
-        ax.grid(alpha=0.3)
-        ax.legend(loc="upper right")
+        error_axes(ax, "upper right")
         return fig
 
 
