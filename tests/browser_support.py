@@ -67,6 +67,11 @@ def serve(directory):
         server.shutdown()
 
 
+def recorded_problems(seen: dict) -> dict:
+    """The kinds of problem that :func:`watch` recorded (its non-empty lists)."""
+    return {k: v for k, v in seen.items() if v}
+
+
 def watch(page, base: str, also: tuple[str, ...] = ()) -> dict:
     """Abort every off-site request of ``page`` and record problems as they happen.
 

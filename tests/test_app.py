@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_support import launch, require, serve, watch
+from browser_support import launch, recorded_problems, require, serve, watch
 
 pytestmark = [pytest.mark.browser]
 
@@ -165,7 +165,7 @@ def test_playground_app_is_live_and_offline(app, chromium_app):
     finally:
         page.screenshot(path=str(work / "app.png"))
         ctx.close()
-    problems = {k: v for k, v in seen.items() if v}
+    problems = recorded_problems(seen)
     assert not problems, f"{problems} (Voila log: {work / 'voila.log'}, screenshot: {work / 'app.png'})"
 
 
@@ -195,5 +195,5 @@ def test_static_playground_renders_saved_widgets(built_book, chromium_app):
             ctx.close()
     assert report["panels"] == 6 and report["sliders"] >= 10 and report["selects"] >= 3, report
     assert report["hub"] and report["mathjax3"], report
-    problems = {k: v for k, v in seen.items() if v}
+    problems = recorded_problems(seen)
     assert not problems, problems

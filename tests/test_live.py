@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from browser_support import launch, require, serve, watch
+from browser_support import launch, recorded_problems, require, serve, watch
 from conftest import ROOT
 from test_app import _wait_new_image
 
@@ -175,7 +175,7 @@ def test_panel_goes_live_and_redraws(html, chromium, tmp_path):
         finally:
             page.screenshot(path=str(tmp_path / "live.png"))
             ctx.close()
-    problems = {k: v for k, v in seen.items() if v}
+    problems = recorded_problems(seen)
     assert not problems, f"{problems} (log: {tmp_path / 'server.log'}, screenshot: {tmp_path / 'live.png'})"
 
 
@@ -198,7 +198,7 @@ def test_without_server_panels_say_they_are_snapshots(html, chromium):
             text = notice.inner_text()
             assert "Snapshot" in text and all(c in text for c in ("make live", "make lab", "make app"))
             assert page.locator(".aim-live-bar .aim-live-button").is_visible()
-            problems = {k: v for k, v in seen.items() if v}
+            problems = recorded_problems(seen)
             assert not problems, problems
 
             # pressed without a server: a plain message, the page stays as it was
