@@ -1,6 +1,7 @@
 # The commands of the README:
 #   make book   bootstrap, then build the book strictly with every chapter executed
-#   make test   bootstrap, then unit tests, the strict book build and the browser tests
+#   make test   bootstrap, then unit tests, the strict book build and the browser tests,
+#               then the unit tests again on the strict CuPy stand-in
 #   make live   serve the built book (building it if missing) with a local kernel server
 #               behind each page's "Live" button, on http://127.0.0.1:8000 (127.0.0.1 only)
 # Also: make lab (chapters as notebooks in JupyterLab), make bench (benchmarks),
@@ -47,8 +48,11 @@ book: $(VENV)/.installed _vendor/.installed
 	$(VENV)/bin/jupyter-book build . --path-output . -W -n --keep-going
 	@echo "The book is at $(CURDIR)/$(BUILD)/html/index.html"
 
+# The second run repeats the library's tests with every array aimlib creates on the strict
+# CPU stand-in for CuPy (tests/strict_cupy.py): a host/device mix fails as on a GPU.
 test: $(VENV)/.installed _vendor/.installed
 	$(PY) -m pytest
+	AIMLIB_TEST_BACKEND=strict-cupy $(PY) -m pytest -q
 
 # The playground (book/playground.md) as a live app: jupytext writes the notebook to
 # _build/app (ignored) and Voila serves it on 127.0.0.1 only, offline: the template

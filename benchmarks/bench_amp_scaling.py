@@ -27,11 +27,17 @@ from aimlib.backend import backend_name, module_named
 from aimlib.channels import Softmax
 
 
-def time_one(d: int, backend: str, iterations: int, converge: bool, alpha: float = 0.1) -> dict:
-    """Sample one data set at dimension ``d`` and time ``iterations`` AMP steps on it."""
+def time_one(d: int, backend: str, iterations: int, converge: bool, alpha: float = 0.1,
+             memory_mb: float | None = None) -> dict:
+    """Sample one data set at dimension ``d`` and time ``iterations`` AMP steps on it.
+
+    ``memory_mb`` (MiB), when given, is both the data set's memory guard and
+    GAMP-RIE's work budget per chunk (larger chunks, fewer kernel launches).
+    """
     T, rho, ch = 2, 0.5, Softmax()
-    data = model.sample_dataset(alpha, d, T, rho, ch, seed=0, backend=backend)
-    run = dict(S=data.S, damping=0.5)
+    budget = {} if memory_mb is None else {"memory_mb": memory_mb}
+    data = model.sample_dataset(alpha, d, T, rho, ch, seed=0, backend=backend, **budget)
+    run = dict(S=data.S, damping=0.5, **budget)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         fixed_steps = dict(tol=1e-300, min_iter=1, on_max_iter="return", **run)
@@ -57,6 +63,8 @@ def main(argv=None) -> int:
     p.add_argument("--d", type=int, nargs="+", default=[50, 100, 200, 300, 400])
     p.add_argument("--iterations", type=int, default=5)
     p.add_argument("--converge", action="store_true", help="also run each d to convergence")
+    p.add_argument("--memory-mb", type=float, default=None,
+                   help="memory guard of the data set and GAMP-RIE's chunk budget, MiB (a GPU can take more)")
     p.add_argument("--out", default=None, help="JSON file (default: results/amp_scaling_<backend>.json)")
     args = p.parse_args(argv)
     xp = module_named(args.backend)
@@ -66,13 +74,13 @@ def main(argv=None) -> int:
     rows = []
     print(f"{'d':>6} {'n':>9} {'s/iter':>9} {'GFLOP/s':>8} {'mmse':>7} {'SE':>7}")
     for d in args.d:
-        r = time_one(d, args.backend, args.iterations, args.converge)
+        r = time_one(d, args.backend, args.iterations, args.converge, memory_mb=args.memory_mb)
         rows.append(r)
         print(f"{r['d']:>6} {r['n']:>9} {r['seconds_per_iteration']:>9.4f} {r['gflops_per_second']:>8.1f} "
               f"{r.get('mmse', float('nan')):>7.4f} {r.get('se_mmse', float('nan')):>7.4f}", flush=True)
-    write_record(f"amp_scaling_{args.backend}",
-                 dict(device=device, cost_model="4 n T d^2 + 11 d^3 flops per iteration", rows=rows),
-                 path=args.out)
+        write_record(f"amp_scaling_{args.backend}",   # after every d: a later failure keeps these rows
+                     dict(device=device, cost_model="4 n T d^2 + 11 d^3 flops per iteration",
+                          memory_mb=args.memory_mb, rows=rows), path=args.out)
     return 0
 
 

@@ -1,6 +1,9 @@
 """Shared fixtures: the array module under test, the strict CuPy stand-in and the built book.
 
 ``AIMLIB_TEST_BACKEND=cupy`` runs the array tests on the GPU; NumPy otherwise.
+``AIMLIB_TEST_BACKEND=strict-cupy`` runs them, with every array :mod:`aimlib`
+creates from scratch, on the strict CPU stand-in for CuPy (no GPU needed): a
+test that mixes host and device arrays fails there as it would on a GPU.
 ``strict_cupy`` runs a test against a CPU stand-in for CuPy that enforces its
 host/device rules (``tests/test_device_path.py``), with or without a GPU.
 """
@@ -18,19 +21,39 @@ ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "_build"
 # The suite's default backend is explicit: arrays created from scratch follow
 # AIMLIB_TEST_BACKEND, not whatever GPU the machine happens to have.
-os.environ.setdefault("AIMLIB_BACKEND", "cupy" if os.environ.get("AIMLIB_TEST_BACKEND") == "cupy" else "numpy")
+TEST_BACKEND = os.environ.get("AIMLIB_TEST_BACKEND", "numpy")
+if TEST_BACKEND not in ("numpy", "cupy", "strict-cupy"):
+    raise ValueError(f"AIMLIB_TEST_BACKEND must be 'numpy', 'cupy' or 'strict-cupy', got {TEST_BACKEND!r}")
+if TEST_BACKEND == "strict-cupy":   # `import cupy` gives the stand-in, in child processes too
+    _paths = [str(Path(__file__).parent / "stand_in"), str(Path(__file__).parent)]
+    sys.path[:0] = _paths
+    os.environ["PYTHONPATH"] = os.pathsep.join(_paths + [p for p in [os.environ.get("PYTHONPATH")] if p])
+os.environ.setdefault("AIMLIB_BACKEND", "numpy" if TEST_BACKEND == "numpy" else "cupy")
+# On a device backend only the library's tests run: the book, browser and notebook tests
+# hold no arrays (and need the book's tool chain, which a GPU machine may lack).
+BOOK_FILES = ["test_app.py", "test_book.py", "test_browser.py", "test_chapters.py", "test_live.py"]
+collect_ignore = BOOK_FILES if TEST_BACKEND != "numpy" else []
+
+
+def pytest_collection_modifyitems(config, items):
+    """On a device backend, leave out the tests marked ``book`` or ``browser``."""
+    if TEST_BACKEND == "numpy":
+        return
+    keep = [i for i in items if not ({"book", "browser"} & {m.name for m in i.iter_markers()})]
+    config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+    items[:] = keep
 
 
 @pytest.fixture(scope="session")
 def backend() -> str:
     """Name of the backend the array tests run on."""
-    name = os.environ.get("AIMLIB_TEST_BACKEND", "numpy")
-    if name == "cupy":
-        from aimlib.backend import cupy_available
+    if TEST_BACKEND == "numpy":
+        return "numpy"
+    from aimlib.backend import cupy_available
 
-        if not cupy_available():
-            pytest.fail("AIMLIB_TEST_BACKEND=cupy but CuPy is not usable")
-    return name
+    if not cupy_available():
+        pytest.fail(f"AIMLIB_TEST_BACKEND={TEST_BACKEND} but CuPy is not usable")
+    return "cupy"
 
 
 @pytest.fixture(scope="session")

@@ -27,13 +27,15 @@ def run(capsys, argv):
 def _one_line_error(err, *words):
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in err, err
-    for w in words:
-        assert w in lines[0], (w, lines[0])
+    for w in words:   # a word, or a tuple of alternatives
+        assert any(a in lines[0] for a in ((w,) if isinstance(w, str) else w)), (w, lines[0])
 
 
+# Far below any threshold the iteration is unstable, and rounding (the BLAS, its thread
+# count, a GPU) decides which guard trips first at d = 100: either is a clean failure.
 @pytest.mark.parametrize("argv, words", [
     (["amp", "--alpha", "0.005", "--d", "50", "--seed", "0"], ["inconsistent state", "measured error"]),
-    (["amp", "--alpha", "0.01", "--d", "100", "--seed", "0"], ["inconsistent state"]),
+    (["amp", "--alpha", "0.01", "--d", "100", "--seed", "0"], [("inconsistent state", "did not converge")]),
     (["amp", "--alpha", "0.1", "--d", "20", "--max-iter", "2"], ["did not converge", "max_iter=2"]),
 ])
 def test_solver_failures_exit_1(capsys, argv, words):

@@ -24,8 +24,8 @@ def _measure(ch, n, q, Q0, seed):
 def test_the_network_is_an_aim_up_to_the_trace_term():
     """y from the updated tokens X_1 = A X equals the channel of the original indices, once the trace is removed."""
     d, T, c = 60, 3, 0.5
-    S = np.stack([model.sample_teacher(d, 0.5, seed=s) for s in (1, 2)])
-    X = model.sample_tokens(200, T, d, seed=3)
+    S = np.stack([model.sample_teacher(d, 0.5, seed=s, backend="numpy") for s in (1, 2)])
+    X = model.sample_tokens(200, T, d, seed=3, backend="numpy")
     h = model.attention_indices(X, S)
     for layer in ("hardmax", "softmax"):
         ch = DeepAttention(c=c, layer=layer, beta=2.0)
@@ -40,8 +40,8 @@ def test_the_network_is_an_aim_up_to_the_trace_term():
 def test_the_literal_form_is_decided_by_layer_one_as_d_grows():
     """With the trace kept, (Tr S/sqrt d) A A^T dominates: the hardmax output no longer depends on layer 2."""
     d, T, c = 400, 2, 0.5
-    S = np.stack([model.sample_teacher(d, 0.5, seed=s) for s in (4, 5)])
-    X = model.sample_tokens(300, T, d, seed=6)
+    S = np.stack([model.sample_teacher(d, 0.5, seed=s, backend="numpy") for s in (4, 5)])
+    X = model.sample_tokens(300, T, d, seed=6, backend="numpy")
     h = model.attention_indices(X, S)
     ch = DeepAttention(c=c)
     A = c * np.eye(T) + ch._sigma(h[:, 0])

@@ -12,7 +12,7 @@ def small():
     rng = np.random.default_rng(0)
     n, T, d, beta = 20, 3, 6, 1.3
     X = rng.standard_normal((n, T, d))
-    S = model.sample_teacher(d, 0.5, rng)
+    S = model.sample_teacher(d, 0.5, rng, backend="numpy")
     y = channels.Softmax(beta)(model.attention_indices(X, S))
     return X, y, beta, rng
 
@@ -90,8 +90,8 @@ def test_defaults_unchanged_and_direct_starts_where_the_width_d_student_does(sma
     b = gd.train_gd(X, y, rank=3, weight_decay=0.0, student="factorised", **kw)
     np.testing.assert_array_equal(a.W, b.W)
     assert a.student == "factorised" and a.weight_decay == 0.0
-    S0 = gd.initial_matrices(6, 2, seed=3)
-    np.testing.assert_allclose(S0, gd.student_matrix(gd.initial_weights(6, 6, 2, seed=3)))
+    S0 = gd.initial_matrices(6, 2, seed=3, backend="numpy")
+    np.testing.assert_allclose(S0, gd.student_matrix(gd.initial_weights(6, 6, 2, seed=3, backend="numpy")))
     one = gd.train_gd(X, y, beta=beta, student="direct", init=S0, steps=1, lr=1e-3,
                       optimizer="gd")
     g = gd.direct_loss_and_grad(X, y, S0, beta)[1]

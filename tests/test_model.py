@@ -21,7 +21,7 @@ def test_teacher_moments_match_exact_finite_d_means():
     rng = np.random.default_rng(0)
     t1, t2 = [], []
     for _ in range(reps):
-        S = model.sample_teacher(d, rho, rng)
+        S = model.sample_teacher(d, rho, rng, backend="numpy")
         t1.append(np.trace(S) / d)
         t2.append(model.index_covariance(S))
     for vals, exact in [(t1, np.sqrt(rho)), (t2, 1 + rho + 1 / d)]:
@@ -31,7 +31,7 @@ def test_teacher_moments_match_exact_finite_d_means():
 
 @pytest.mark.parametrize("rho", [0.2, 1.0, 3.0])
 def test_teacher_limits_at_large_d(rho):
-    S = model.sample_teacher(800, rho, seed=1)
+    S = model.sample_teacher(800, rho, seed=1, backend="numpy")
     r = model.teacher_width(800, rho)
     assert np.trace(S) / 800 == pytest.approx(np.sqrt(r / 800), abs=0.01)
     assert model.index_covariance(S) == pytest.approx(1 + r / 800, abs=0.03)
@@ -53,8 +53,8 @@ def test_indices_match_definition_elementwise(backend):
 def test_indices_equal_sensing_form():
     # h_ab = <Z_ab, S>/sqrt(d) with Z_ab = (x_a x_b^T + x_b x_a^T)/2 - delta_ab I.
     rng = np.random.default_rng(3)
-    X = model.sample_tokens(1, 2, 20, rng)[0]
-    S = model.sample_teacher(20, 1.0, rng)
+    X = model.sample_tokens(1, 2, 20, rng, backend="numpy")[0]
+    S = model.sample_teacher(20, 1.0, rng, backend="numpy")
     h = model.attention_indices(X[None], S)[0]
     for a in range(2):
         for b in range(2):
@@ -66,8 +66,8 @@ def test_index_covariance_is_goe_shaped():
     # Var h_ab = Q0 (a != b), 2 Q0 (a = b), zero correlation between entries (exact at finite d).
     d, n, T = 60, 60_000, 3
     rng = np.random.default_rng(4)
-    S = model.sample_teacher(d, 0.5, rng)
-    h = model.attention_indices(model.sample_tokens(n, T, d, rng), S)
+    S = model.sample_teacher(d, 0.5, rng, backend="numpy")
+    h = model.attention_indices(model.sample_tokens(n, T, d, rng, backend="numpy"), S)
     Q0 = model.index_covariance(S)
     iu = np.triu_indices(T)
     C = np.cov(h[:, iu[0], iu[1]].T) / Q0
@@ -92,8 +92,8 @@ def test_cross_covariance_of_two_teachers():
 def test_excess_kurtosis_closed_form_against_sampling():
     d, n = 12, 400_000  # small d: non-Gaussianity large enough to measure
     rng = np.random.default_rng(6)
-    S = model.sample_teacher(d, 0.5, rng)
-    h = model.attention_indices(model.sample_tokens(n, 2, d, rng), S)
+    S = model.sample_teacher(d, 0.5, rng, backend="numpy")
+    h = model.attention_indices(model.sample_tokens(n, 2, d, rng, backend="numpy"), S)
     k_off, k_diag = model.index_excess_kurtosis(S)
     from scipy import stats
 
@@ -107,9 +107,8 @@ def test_excess_kurtosis_decays_like_one_over_d():
 
 
 def test_seeds_reproduce_and_differ():
-    a = model.sample_dataset(0.02, 30, 2, 0.5, Softmax(), seed=7)
-    b = model.sample_dataset(0.02, 30, 2, 0.5, Softmax(), seed=7)
-    c = model.sample_dataset(0.02, 30, 2, 0.5, Softmax(), seed=8)
+    a, b, c = (model.sample_dataset(0.02, 30, 2, 0.5, Softmax(), seed=s, backend="numpy")
+               for s in (7, 7, 8))
     np.testing.assert_array_equal(a.y, b.y)
     np.testing.assert_array_equal(a.S, b.S)
     assert not np.allclose(a.S, c.S)

@@ -56,7 +56,7 @@ def hand_solved(alpha, T=2, rhos=RHOS, noise=NOISE):
 
 def test_sampling_gives_one_teacher_and_one_index_matrix_per_layer():
     ch = PairOfLinear(noise=NOISE)
-    data = model.sample_dataset(0.05, 30, 3, RHOS, ch, seed=0)
+    data = model.sample_dataset(0.05, 30, 3, RHOS, ch, seed=0, backend="numpy")
     assert data.S.shape == (2, 30, 30) and data.h.shape == (data.n, 2, 3, 3) and data.y.shape == data.h.shape
     assert data.rho == RHOS
     for ell in range(2):

@@ -501,6 +501,7 @@ def start_and_signal(tmp_path, sig, rows=3, *extra):
 
 
 def test_sigterm_stops_cleanly(tmp_path):
+    pytest.importorskip("distributed")   # the 'local' scheduler is dask's
     spec, out, rc, err = start_and_signal(tmp_path, signal.SIGTERM, 3, "--scheduler", "local")
     assert rc == 130 and "interrupted" in err and "resume" in err
     n = len(read_results(out))

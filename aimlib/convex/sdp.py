@@ -106,8 +106,6 @@ def min_trace_solve(A, b, *, eps: float = 1e-9, max_iters: int = 100_000,
     S_hat : array of shape (d, d)
         Symmetric. An infeasible or failed solve raises ``ConvergenceError``.
     """
-    import cvxpy as cp
-
     A = np.asarray(v.finite_array("A", A, ndim=3), dtype=float)
     b = np.asarray(v.finite_array("b", b, ndim=1), dtype=float)
     m, d, d2 = A.shape
@@ -116,6 +114,10 @@ def min_trace_solve(A, b, *, eps: float = 1e-9, max_iters: int = 100_000,
     eps = v.positive("eps", eps)
     max_iters = v.integer("max_iters", max_iters, minimum=1)
     check_on_max_iter(on_max_iter)
+    try:
+        import cvxpy as cp
+    except ImportError as exc:
+        raise ImportError("min_trace_solve needs CVXPY and SCS: pip install 'aimlib[convex]'") from exc
     S = cp.Variable((d, d), PSD=True)
     As = (A + np.swapaxes(A, 1, 2)) / 2
     problem = cp.Problem(cp.Minimize(cp.trace(S)), [As.reshape(m, -1) @ cp.vec(S, order="C") == b])
