@@ -16,7 +16,10 @@ descent), :mod:`~aimlib.gd.memory` (the memory guard), :mod:`~aimlib.gd.train`
 :mod:`~aimlib.gd.direct` (the direct student, ``S_hat`` trained entry by entry)
 and :mod:`~aimlib.gd.objective` (weight decay, the two students, spectra);
 :mod:`~aimlib.gd.deep` (the two-layer softmax student of the chapter "Deep
-attention": its output, gradient, :func:`train_deep_gd` and :func:`run_deep_gd`).  Every
+attention": its output, gradient, :func:`train_deep_gd` and :func:`run_deep_gd`);
+:mod:`~aimlib.gd.heads` (students of ``H`` averaged softmax heads, chapter "Beyond the
+solvable model": :func:`train_heads_gd`, :func:`run_heads_gd`, errors matched over the
+heads' relabellings).  Every
 array operation goes through :func:`aimlib.backend.get_array_module`, so the
 same code runs on NumPy and CuPy.
 """
@@ -24,6 +27,7 @@ from .._validate import MEMORY_MB
 from ..channels.softmax import BETA_MAX
 from .deep import (DeepGDResult, deep_loss, deep_loss_and_grad, deep_memory_estimate, deep_student_indices,
                    deep_student_output, run_deep_gd, train_deep_gd)
+from .heads import HeadsGDResult, heads_memory_estimate, matched_errors, run_heads_gd, train_heads_gd
 from .direct import direct_loss, direct_loss_and_grad, initial_matrices
 from .memory import memory_estimate
 from .objective import EIG_TOL, STUDENTS, count_nonzero, eigenvalues
@@ -55,6 +59,11 @@ __all__ = [
     "deep_memory_estimate",
     "train_deep_gd",
     "run_deep_gd",
+    "HeadsGDResult",
+    "matched_errors",
+    "heads_memory_estimate",
+    "train_heads_gd",
+    "run_heads_gd",
     "direct_loss",
     "direct_loss_and_grad",
     "initial_matrices",

@@ -172,6 +172,42 @@ def deep_memory_estimate(n: int, T: int, d: int, ranks, restarts: int = 1, *, n_
     return base + itemsize * (n * T * T + 16 * restarts * m * T * T + 3 * restarts * d * d) + 16 * d * d
 
 
+@dataclass
+class BlockSetup:
+    """The checked training options that the students of several weight blocks share."""
+
+    rule: object
+    sched: object
+    init_scale: float
+    restarts: int
+    sizes: dict
+
+
+def block_setup(X, y, S, X_test, y_test, layers: int, *, restarts, optimizer, lr, adam_betas, adam_eps,
+                steps, tol, record_every, batch_size, init_scale):
+    """Validate the data, the ``layers`` teachers, the test set and the options of a block student.
+
+    Returns ``(X, y, S, test, BlockSetup)``; ``sizes`` are the array sizes for the memory guard.
+    """
+    X, y = _training_data(X, y)
+    n, T, d = X.shape
+    rule = make_optimizer(optimizer, lr=lr, adam_betas=adam_betas, adam_eps=adam_eps)
+    sched = _schedule(steps, tol, record_every, batch_size, n)
+    init_scale = v.positive("init_scale", init_scale)
+    S, test = _teacher_and_test(S, X_test, y_test, X, layers=layers)
+    k = v.integer("restarts", restarts, minimum=1)
+    sizes = dict(restarts=k, n=n, T=T, d=d, **({"n_test": test[0].shape[0]} if test else {}))
+    return X, y, S, test, BlockSetup(rule, sched, init_scale, k, sizes)
+
+
+def block_fit(X, y, S, test, setup: BlockSetup, width: int, seed, beta: float, objective, curves_class,
+              assemble):
+    """Draw ``[W_1 | ... ]`` of total ``width``, train it on ``objective`` and ``assemble`` the result."""
+    W = _initial_W(None, setup.restarts, width, seed, setup.init_scale, X, "factorised")
+    curves = curves_class(None if test is None else _Problem(*test, beta, objective), S, objective)
+    return assemble(*_train(_Problem(X, y, beta, objective), W, setup.rule, setup.sched, curves, seed), curves)
+
+
 # -- training -----------------------------------------------------------------------
 
 
@@ -291,21 +327,14 @@ def train_deep_gd(X, y, *, c: float = 0.5, beta: float = 1.0, ranks=None, rho=No
         Raises :class:`aimlib.ConvergenceError` if a loss or gradient becomes NaN or infinite.
     """
     channel = deep_channel(c, beta)
-    X, y = _training_data(X, y)
-    n, T, d = X.shape
-    rule = make_optimizer(optimizer, lr=lr, adam_betas=adam_betas, adam_eps=adam_eps)
-    sched = _schedule(steps, tol, record_every, batch_size, n)
-    init_scale = v.positive("init_scale", init_scale)
-    S, test = _teacher_and_test(S, X_test, y_test, X, layers=2)
-    r1, r2 = _ranks(ranks, rho, d, channel)
-    k = v.integer("restarts", restarts, minimum=1)
-    sizes = dict(restarts=k, n=n, T=T, d=d, **({"n_test": test[0].shape[0]} if test else {}))
+    X, y, S, test, setup = block_setup(X, y, S, X_test, y_test, 2, restarts=restarts, optimizer=optimizer,
+                                       lr=lr, adam_betas=adam_betas, adam_eps=adam_eps, steps=steps, tol=tol,
+                                       record_every=record_every, batch_size=batch_size, init_scale=init_scale)
+    r1, r2 = _ranks(ranks, rho, X.shape[2], channel)
     check_memory(lambda **s: deep_memory_estimate(**s, ranks=(r1, r2), itemsize=X.dtype.itemsize),
-                 sizes, check_memory_mb(memory_mb))
-    W = _initial_W(None, k, r1 + r2, seed, init_scale, X, "factorised")
-    objective = _DeepObjective(channel, r1)
-    curves = _DeepCurves(None if test is None else _Problem(*test, channel.beta, objective), S, objective)
-    return _deep_result(*_train(_Problem(X, y, channel.beta, objective), W, rule, sched, curves, seed), curves)
+                 setup.sizes, check_memory_mb(memory_mb))
+    return block_fit(X, y, S, test, setup, r1 + r2, seed, channel.beta, _DeepObjective(channel, r1),
+                     _DeepCurves, _deep_result)
 
 
 def run_deep_gd(T: int, rho, alpha: float, d: int, c: float = 0.5, seed=None, *, restarts: int = 1,
@@ -352,9 +381,14 @@ def run_deep_gd(T: int, rho, alpha: float, d: int, c: float = 0.5, seed=None, *,
     options.setdefault("rho", run.rho)
     data, res, seconds = _sample_and_train(run, channel, partial(train_deep_gd, c=channel.c, beta=run.beta),
                                            backend, options)
+    return block_summary(run, data, res, seconds, return_result, c=channel.c,
+                         ranks=(res.W1.shape[2], res.W2.shape[2]))
+
+
+def block_summary(run, data, res, seconds: float, return_result: bool, **extra) -> dict:
+    """The dict of a block student's run: the run's parameters, ``extra``, curves and final values per block."""
     out = {"alpha": run.alpha, "d": run.d, "seed": run.seed, "restarts": run.restarts, "T": run.T,
-           "rho": run.rho, "c": channel.c, "beta": run.beta, "n": data.n,
-           "ranks": (res.W1.shape[2], res.W2.shape[2]), "seconds": seconds, "steps": res.steps,
+           "rho": run.rho, "beta": run.beta, "n": data.n, **extra, "seconds": seconds, "steps": res.steps,
            "curve_single": res.mmse_curve, "curve_averaged": res.mmse_averaged_curve,
            "mmse_single": res.mmse_single.mean(axis=0).tolist(), "mmse_single_all": res.mmse_single.tolist(),
            "mmse_averaged": res.mmse_averaged.tolist(), "train_loss": res.train_loss[:, -1].tolist(),

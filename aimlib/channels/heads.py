@@ -1,0 +1,69 @@
+r"""Several softmax heads averaged: ``y = (1/H) sum_h softmax(beta h^(h))`` (book, chapter "Beyond the solvable model").
+
+``H`` independent teachers ``S_1, ..., S_H`` give ``H`` index matrices per sample
+(``n_indices = H``, the multi-index layout of :mod:`aimlib.channels.base`), and
+the output is the average of the heads' row-wise softmax.  ``y`` is row
+stochastic, so it holds at most ``T(T-1)`` numbers, and each head's softmax
+reveals ``(T^2+T-2)/2`` linear functions of its indices; a sample therefore
+reveals at most
+
+.. math::  m_H(T) = \min\Bigl(T(T-1),\; H\,\frac{T^2+T-2}{2}\Bigr)
+
+numbers about the ``H`` teachers, whose rank-``r`` factors have
+``H (r d - r(r-1)/2) = H d^2 (\rho - \rho^2/2) + O(d)`` free parameters, and
+the counting bound is :func:`count_threshold`.
+
+No Bayes side: every entry of ``y`` mixes all heads, so the posterior of the
+indices does not factorise over heads and the one-overlap-per-index state
+evolution of the contract does not apply; ``g_out``, ``fisher`` and
+``log_partition`` raise ``NotImplementedError``.
+"""
+from __future__ import annotations
+
+from .. import _validate as v
+from .base import Channel
+from .softmax import check_beta, row_softmax
+
+
+class MultiHeadSoftmax(Channel):
+    """``H`` softmax heads of inverse temperature ``beta``, averaged; optional Gaussian label noise."""
+
+    name = "heads"
+
+    def __init__(self, heads: int = 2, beta: float = 1.0, noise: float = 0.0):
+        super().__init__(noise)
+        self.heads = v.integer("heads", heads, minimum=1)
+        self.beta = check_beta(beta)
+
+    @property
+    def n_indices(self) -> int:
+        return self.heads
+
+    def _params(self) -> str:
+        return f"heads={self.heads}, beta={self.beta:g}, " + super()._params()
+
+    def clean(self, h):
+        """``(1/H) sum_h softmax(beta h[:, h])``, row by row: ``(n, H, T, T) -> (n, T, T)``.
+
+        One head takes ``(n, T, T)`` and is the softmax channel.
+        """
+        y = row_softmax(self.beta * h)
+        return y if self.heads == 1 else y.mean(axis=1)
+
+
+def measurements_per_sample(T: int, heads: int) -> float:
+    r"""``m_H(T) = min(T(T-1), H (T^2+T-2)/2)``: the most a sample of ``H`` averaged softmax heads reveals."""
+    T = v.integer("T", T, minimum=2)
+    heads = v.integer("heads", heads, minimum=1)
+    return min(T * (T - 1), heads * (T * T + T - 2) / 2)
+
+
+def count_threshold(rho: float, T: int, heads: int) -> float:
+    r"""``alpha_count = H (rho - rho^2/2) / m_H(T)``: the counting bound of ``H`` heads (``rho = 1`` beyond 1).
+
+    Necessary for the teachers to be an isolated zero of the square loss (up to
+    ``W_h -> W_h O`` and a relabelling of the heads); for ``H = 1`` it is the
+    one-head threshold ``rho(2 - rho)/(T^2 + T - 2)`` of the softmax chapter.
+    """
+    rho = min(v.rho(rho), 1.0)   # a full-rank teacher has d(d+1)/2 parameters
+    return v.integer("heads", heads, minimum=1) * (rho - rho * rho / 2) / measurements_per_sample(T, heads)
