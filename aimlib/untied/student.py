@@ -28,9 +28,11 @@ def row_differences(X, S):
 
 def _loss_and_gradient(S, X, m):
     """``L`` and ``dL/dS`` for the row differences of ``S`` against the data ``m``."""
-    d = X.shape[-1]
+    n, T, d = X.shape
     R = row_differences(X, S) - m
-    G = (np.einsum("nab,nai,nbj->ij", R, X, X) - np.einsum("nab,nai,naj->ij", R, X, X)) / math.sqrt(d)
+    # sum_mu X^T R X - sum_mu X^T diag(R 1) X, as two (d, n T) x (n T, d) products
+    A = R @ X - R.sum(axis=2)[:, :, None] * X
+    G = X.reshape(n * T, d).T @ A.reshape(n * T, d) / math.sqrt(d)
     # h_ab - h_aa carries + Tr(S)/sqrt(d) for b != a
     G += np.eye(d) * (R.sum() - np.einsum("naa->", R)) / math.sqrt(d)
     return 0.5 * float(np.sum(R * R)), G
