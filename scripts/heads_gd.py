@@ -1,8 +1,8 @@
 """Gradient descent on students of H averaged softmax heads, against the counting bound.
 
 Writes ``book/data/heads_gd.csv`` (chapter "Beyond the solvable model"): one row
-per restart, for ``H = 1, 2`` heads at ``d = 20`` and ``30`` and ``H = 3`` at
-``d = 20``, ``T = 2``, ``rho = 0.5``, ``alpha`` on a grid of multiples of the
+per restart, for ``H = 1, 2, 3`` heads at ``d = 20`` and ``30``, ``T = 2``,
+``rho = 0.5``, ``alpha`` on a grid of multiples of the
 counting bound :func:`aimlib.channels.heads.count_threshold`, three data sets and
 four restarts each (Adam, learning rate 0.05, at most 4000 steps, stopped at a
 training loss of ``1e-10``).  About an hour on one core; ``--heads`` and ``--d``
@@ -21,7 +21,7 @@ from aimlib.gd.heads import run_heads_gd
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMAND = "python scripts/heads_gd.py"
-GRID, SEEDS, T, RHO = ((1, 20), (1, 30), (2, 20), (2, 30), (3, 20)), range(3), 2, 0.5
+GRID, SEEDS, T, RHO = ((1, 20), (1, 30), (2, 20), (2, 30), (3, 20), (3, 30)), range(3), 2, 0.5
 FACTORS = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
 OPTIONS = dict(restarts=4, steps=4000, lr=0.05, tol=1e-10)
 COLUMNS = ["heads", "d", "T", "rho", "alpha", "f", "seed", "restart", "error", "train_loss", "n_steps"]

@@ -338,6 +338,33 @@ def test_rerun_of_a_complete_sweep_computes_nothing(local_table, monkeypatch):
     assert out.read_bytes() == before
 
 
+def test_failed_runs_are_listed_beside_the_results_until_they_succeed(tmp_path, monkeypatch):
+    from aimlib.sweep import failures_path, load_failures
+
+    out, broken, real = tmp_path / "r.csv", [True], sweep.execute
+
+    def flaky(run):
+        if run.alpha == 0.1 and broken:
+            raise RuntimeError("inconsistent   state")
+        return real(run)
+
+    monkeypatch.setattr(sweep, "execute", flaky)
+    spec = spec_with(alpha=[0.05, 0.1])
+    with pytest.warns(RuntimeWarning, match="inconsistent state"):
+        rep = run_sweep(spec, out, workers=1, progress=False)
+    assert "1 failed, listed in r.failures.csv" in rep.summary()
+    (failed,) = load_failures(spec, out)
+    assert failed["message"] == "RuntimeError: inconsistent state" and failed["alpha"] == 0.1
+    assert failed["key"] == rep.failures[0][0].key and failed["T"] == 2 and failed["d"] is None   # an SE run
+    assert len(read_results(out)) == 1                                # the other run has its row
+    with pytest.warns(RuntimeWarning):                                # fails again: listed once
+        run_sweep(spec, out, workers=1, progress=False)
+    assert len(load_failures(spec, out)) == 1
+    broken.clear()
+    rep = run_sweep(spec, out, workers=1, progress=False)
+    assert rep.complete and not failures_path(out).exists() and load_failures(spec, out) == []
+
+
 def test_only_missing_runs_are_computed_and_failures_are_retried(tmp_path, monkeypatch):
     out = tmp_path / "r.csv"
     calls, broken = [], [True]

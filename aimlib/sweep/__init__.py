@@ -38,7 +38,9 @@ Modules
 :mod:`~aimlib.sweep.schedulers`
     a local process pool (default), serial, or a Dask cluster;
 :mod:`~aimlib.sweep.driver`
-    :func:`run_sweep`, which computes the runs a results file lacks.
+    :func:`run_sweep`, which computes the runs a results file lacks;
+:mod:`~aimlib.sweep.failures`
+    the runs that failed, with their messages, beside the results file.
 
 Rows already in the file are not recomputed, so rerunning a finished sweep
 computes nothing and enlarging a spec computes only the new runs.  When every
@@ -46,7 +48,9 @@ run of the spec is in the file, it is rewritten (atomically) in expansion
 order, which keeps committed data diff-friendly; rows of other specs in the
 same file are kept after them.  A run that raises (e.g.
 :class:`aimlib.ConvergenceError`) writes no row; it is reported in
-:attr:`SweepReport.failures` and retried by the next call.
+:attr:`SweepReport.failures`, recorded with its message in the failures file
+beside the results (:mod:`~aimlib.sweep.failures`, :func:`load_failures`) and
+retried by the next call.
 
 On a SLURM cluster, start the workers with ``dask-jobqueue`` and pass the client::
 
@@ -77,6 +81,7 @@ Requirements: ``pyyaml`` for YAML files, ``tqdm`` for the progress bar and
 none is needed to build a spec in Python and run it on the process pool.
 """
 from .driver import SweepReport, load_results, run_sweep
+from .failures import failures_path, load_failures
 from .fields import SpecError
 from .keys import Run, run_key
 from .options import DEFAULTS, METHODS, OPTIONS
@@ -86,6 +91,8 @@ from .store import COLUMNS, read_results
 
 __all__ = [
     "load_results",
+    "load_failures",
+    "failures_path",
     "SpecError",
     "SweepSpec",
     "Run",

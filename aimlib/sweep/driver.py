@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .. import _validate
 from . import schedulers
+from .failures import failures_path, record_failures
 from .spec import expand, load_spec
 from .store import ResultsFile, read_results, stored_keys
 
@@ -21,7 +22,8 @@ class SweepReport:
 
     ``n_runs`` runs in the spec, ``n_cached`` found in the CSV, ``n_computed``
     computed now (submitted and finished with a row), ``failures`` the runs
-    that raised (``(run, message)``; no row written, retried next time).
+    that raised (``(run, message)``; no row written, a line in the failures file
+    of :mod:`aimlib.sweep.failures`, retried next time).
     """
 
     path: Path
@@ -42,8 +44,9 @@ class SweepReport:
         return read_results(self.path, keys=self.keys)
 
     def summary(self) -> str:
+        listed = f", listed in {failures_path(self.path).name}" if self.failures else ""
         return (f"{self.n_runs} runs: {self.n_cached} cached, {self.n_computed} computed, "
-                f"{len(self.failures)} failed -> {self.path} ({self.seconds:.1f} s)")
+                f"{len(self.failures)} failed{listed} -> {self.path} ({self.seconds:.1f} s)")
 
 
 class _NoProgress:
@@ -166,6 +169,7 @@ def run_sweep(spec, out, *, scheduler=None, workers: int | None = None,
             results.rewrite(keys)
     finally:
         results.close()
+    record_failures(path, report.failures, {r.key for r in todo}, results.lines)
     report.seconds = time.perf_counter() - t0
     for run, msg in report.failures:
         warnings.warn(f"run {run.key} ({run.method}, T={run.T}, alpha={run.alpha}, d={run.d}, "
