@@ -7,7 +7,7 @@ import pytest
 from aimlib import gd, model, state_evolution as se
 from aimlib.backend import to_device, to_host
 from aimlib.channels import Softmax, row_softmax
-from aimlib.channels.heads import MultiHeadSoftmax, count_threshold, measurements_per_sample
+from aimlib.channels.heads import ConcatenatedSoftmax, MultiHeadSoftmax, count_threshold, measurements_per_sample
 from aimlib.gd.heads import heads_loss_grad, matched_errors, run_heads_gd, train_heads_gd
 
 
@@ -164,3 +164,51 @@ def test_a_committed_run_of_the_chapter_reruns():
     assert [loss < 1e-9 for loss in run["train_loss"]] == fitted
     for errs, row, fit in zip(run["mmse_single_all"], rows, fitted):
         assert np.mean(errs) == pytest.approx(float(row["error"]), abs=1e-6 if fit else 0.05)
+
+
+# -- heads side by side: the softmax Bayes side per head ---------------------------------
+
+def test_concatenated_heads_bayes_side_is_the_softmax_one_per_head():
+    from conftest import assert_layer_gradients
+
+    ch = ConcatenatedSoftmax(3, beta=1.5)
+    rng = np.random.default_rng(6)
+    omega = rng.standard_normal((5, 3, 3, 3))
+    omega = (omega + np.swapaxes(omega, -1, -2)) / 2
+    h = omega + 0.3 * rng.standard_normal(omega.shape)
+    h = (h + np.swapaxes(h, -1, -2)) / 2
+    y = ch(h)
+    assert y.shape == (5, 3, 3, 3)
+    np.testing.assert_allclose(y[:, 1], Softmax(1.5)(h[:, 1]), atol=1e-15)
+    V = (0.4, 0.7, 1.1)
+    g = ch.g_out(y, omega, V)
+    for i in range(3):
+        np.testing.assert_allclose(g[:, i], Softmax(1.5).g_out(y[:, i], omega[:, i], V[i]), atol=1e-14)
+    assert_layer_gradients(ch, y, omega, V, [(0, 0), (0, 2), (1, 2)], atol=1e-6)
+    assert ch.fisher((0.2, 0.3, 0.4), (1.5, 1.5, 1.5), 3) == pytest.approx((10 / 1.3, 10 / 1.2, 10 / 1.1))
+    with pytest.raises(ValueError, match="heads must be >= 2"):
+        ConcatenatedSoftmax(1)
+
+
+def test_concatenated_heads_state_evolution_is_one_head_per_head():
+    for alpha in (0.05, 0.1, 0.15):
+        res = se.fixed_point(alpha, ConcatenatedSoftmax(2), T=2, rho=(0.5, 0.3), tol=1e-13)
+        one = [se.solve(alpha, Softmax(), T=2, rho=r, tol=1e-13).mmse for r in (0.5, 0.3)]
+        assert res.mmse == pytest.approx(one, abs=1e-8)
+
+
+def test_gamp_rie_on_concatenated_heads_separates_into_one_head_runs():
+    """Same data, fixed number of iterations: head h of the joint run is the one-head run on y[:, h]."""
+    from aimlib import amp
+
+    rhos = (0.5, 0.3)
+    data = model.sample_dataset(0.1, 40, 2, rhos, ConcatenatedSoftmax(2), seed=4, backend="numpy")
+    kw = dict(max_iter=6, tol=1e-300, min_iter=1, on_max_iter="return")
+    joint = amp.gamp_rie(data.X, data.y, ConcatenatedSoftmax(2), rhos, S=data.S, **kw)
+    for i, rho in enumerate(rhos):
+        alone = amp.gamp_rie(data.X, data.y[:, i], Softmax(), rho, S=data.S[i], **kw)
+        np.testing.assert_allclose(joint.S_hat[i], alone.S_hat, atol=1e-10)
+    # and run to convergence at d = 100 it lands on the one-head state evolution (one-layer tolerance)
+    res = amp.run_amp(ConcatenatedSoftmax(2), 2, rhos, 0.1, 100, seed=0)
+    expected = [se.solve(0.1, Softmax(), T=2, rho=r).mmse for r in rhos]
+    assert res["converged"] and res["mmse"] == pytest.approx(expected, abs=0.06)

@@ -10,8 +10,9 @@ One module per channel, each holding both (book chapter in brackets):
 * :mod:`~aimlib.channels.hardmax` -- row-wise argmax, ``T = 2`` (the hardmax channel);
 * :mod:`~aimlib.channels.deep_hardmax` -- two attention layers as one AIM with two
   indices per sample; exact Bayes side for two hardmax layers, ``T = 2``;
-* :mod:`~aimlib.channels.heads` -- ``H`` averaged softmax heads, ``H`` indices per sample;
-  forward map and counting bound only, no Bayes side (beyond the solvable model);
+* :mod:`~aimlib.channels.heads` -- ``H`` softmax heads, ``H`` indices per sample: averaged
+  (forward map and counting bound, no Bayes side) or side by side (the softmax Bayes
+  side per head) (beyond the solvable model);
 * :mod:`~aimlib.channels.hardmax_published` -- the published hardmax output function,
   kept for comparison only (book, results page);
 * :mod:`~aimlib.channels.registry` -- channels by name (:func:`make_channel`).
@@ -20,13 +21,14 @@ from . import base, deep_hardmax, hardmax, hardmax_published, heads, linear, reg
 from .base import Channel, fisher_mc, sample_indices, sample_se_measure, sigma2
 from .deep_hardmax import DeepAttention
 from .hardmax import Hardmax
-from .heads import MultiHeadSoftmax
+from .heads import ConcatenatedSoftmax, MultiHeadSoftmax
 from .linear import Linear
 from .registry import CHANNELS, make_channel
 from .softmax import Softmax, row_softmax, softmax_k
 from .softmax_noisy import NoisySoftmax
 
 __all__ = ["Channel", "Softmax", "NoisySoftmax", "Hardmax", "Linear", "DeepAttention", "MultiHeadSoftmax",
+           "ConcatenatedSoftmax",
            "make_channel", "CHANNELS",
            "row_softmax", "softmax_k", "sigma2", "sample_indices", "sample_se_measure", "fisher_mc",
            "base", "linear", "softmax", "softmax_noisy", "hardmax", "deep_hardmax", "hardmax_published", "heads",
