@@ -339,3 +339,7 @@ def test_recovery_table_file(tmp_path):
     rows = np.loadtxt(path, delimiter=",")
     assert rows.shape == (4, 6)
     assert set(map(tuple, rows[:, :2])) == {(1, 1), (1, 0), (0, 1), (0, 0)}
+    recovery_table(path, [1.0], d=6, rho=0.5, T=2, seeds=1, pairs=((0, 0),))
+    assert "pairs=((0, 0),)" in path.read_text().splitlines()[0]
+    rows = np.loadtxt(path, delimiter=",", ndmin=2)
+    assert rows.shape == (1, 6) and tuple(rows[0, :2]) == (0, 0)

@@ -71,11 +71,16 @@ def fit_student(X, m, r: int, *, tied: bool = False, seed=None, init_scale: floa
     return Q @ K.T / scale, float(res.fun)
 
 
-def recovery_table(path, alphas, *, d: int = 24, rho: float = 0.5, T: int = 2, seeds: int = 2) -> str:
+PAIRS = ((1, 1), (1, 0), (0, 1), (0, 0))   # (teacher tied, student tied)
+
+
+def recovery_table(path, alphas, *, d: int = 24, rho: float = 0.5, T: int = 2, seeds: int = 2,
+                   pairs=PAIRS) -> str:
     """Errors ``E_S`` of tied and untied students on tied and untied teachers; write a CSV at ``path``.
 
     Columns ``teacher_tied, student_tied, alpha, seed, error, loss``; one teacher of
-    each kind (seed 0), tokens from seed 1, students from ``seed``.
+    each kind (seed 0), tokens from seed 1, students from ``seed``; ``pairs`` are the
+    ``(teacher_tied, student_tied)`` combinations run (default: all four).
     """
     r = teacher_width(d, rho)
     teachers = {1: sample_teacher(d, rho, seed=0, backend="numpy"), 0: sample_teacher_untied(d, rho, seed=0)}
@@ -85,11 +90,14 @@ def recovery_table(path, alphas, *, d: int = 24, rho: float = 0.5, T: int = 2, s
             X = np.random.default_rng(1).standard_normal((max(1, round(alpha * d * d)), T, d))
             m = row_differences(X, S)
             for s_tied in (1, 0):
+                if (t_tied, s_tied) not in pairs:
+                    continue
                 for seed in range(seeds):
                     Sh, loss = fit_student(X, m, r, tied=bool(s_tied), seed=seed)
                     rows.append((t_tied, s_tied, alpha, seed, np.sum((Sh - S) ** 2) / d, loss))
     header = (f"made by: python -c \"from aimlib.untied.student import recovery_table; recovery_table("
-              f"'{path}', {list(map(float, alphas))}, d={d}, rho={rho}, T={T}, seeds={seeds})\"\n"
+              f"'{path}', {list(map(float, alphas))}, d={d}, rho={rho}, T={T}, seeds={seeds}"
+              f"{'' if tuple(pairs) == PAIRS else f', pairs={tuple(map(tuple, pairs))}'})\"\n"
               "teacher_tied,student_tied,alpha,seed,error,loss")
     np.savetxt(path, np.array(rows), delimiter=",", fmt="%.8g", header=header)
     return str(path)
