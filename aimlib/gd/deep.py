@@ -14,7 +14,9 @@ The output is the channel's own forward map (``DeepAttention.clean``), so the
 network is defined once.  Both matrices are trained jointly: the optimiser sees
 one array ``W = [W_1 | W_2]`` of shape ``(k, d, r_1 + r_2)`` (Adam acts entry by
 entry, so this is one Adam per layer), and the loop, stopping rule and
-recording of :mod:`aimlib.gd.train` are reused.
+recording of :mod:`aimlib.gd.train` are reused.  :func:`block_setup`,
+:func:`block_fit` and :func:`block_summary` serve every such student of several
+weight blocks (also the heads of :mod:`aimlib.gd.heads`).
 """
 from __future__ import annotations
 
