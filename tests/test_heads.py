@@ -163,12 +163,12 @@ def test_a_committed_run_of_the_chapter_reruns():
     assert any(fitted) and not all(fitted)          # the file: some restarts recover, some stall
     # Which restart stalls can change with the rounding of another BLAS (4000 float32 Adam
     # steps in a non-convex loss); what the chapter reads from the file must hold again:
-    # the restart of lowest training loss fits exactly and has found the teachers.
+    # the restart of lowest training loss fits exactly, and every exact fit has found the teachers.
     best = int(np.argmin(run["train_loss"]))
     assert run["train_loss"][best] < 1e-9 and np.mean(run["mmse_single_all"][best]) < 1e-6
     assert sum(loss < 1e-9 for loss in run["train_loss"]) >= 2
     for errs, loss in zip(run["mmse_single_all"], run["train_loss"]):
-        assert (loss < 1e-9) == (np.mean(errs) < 1e-6)   # zero loss exactly when recovered
+        assert loss > 1e-9 or np.mean(errs) < 1e-6      # an exact fit has found the teachers
 
 
 # -- heads side by side: the softmax Bayes side per head ---------------------------------
