@@ -32,7 +32,7 @@ Commands
 
         python -m aimlib gd --T 2 --rho 0.5 --alpha 0.1 --d 100 --seed 0 --restarts 8
 
-Both take ``--backend numpy|cupy`` and ``--dtype float32|float64``.
+Both take ``--backend numpy|cupy``, ``--dtype float32|float64``, ``--tokens LAW`` (:mod:`aimlib.tokens`).
 
 ``sweep``
     A grid of se/amp/gd/gd_avg runs from a YAML spec (:mod:`aimlib.sweep`),
@@ -68,6 +68,7 @@ from typing import Callable
 import numpy as np
 
 from .errors import ConvergenceError
+from .tokens import parse_token_law
 
 __all__ = ["main", "build_parser", "register_command", "COMMANDS"]
 
@@ -229,6 +230,8 @@ def _run_arguments(p):
                    help="array backend (default: numpy unless AIMLIB_BACKEND=cupy)")
     p.add_argument("--dtype", choices=["float32", "float64"], default=None,
                    help="working precision (default: the method's own)")
+    p.add_argument("--tokens", type=parse_token_law, default=None, action=_Once,
+                   help="law of the token entries: a name, or JSON with 'name' and parameters (default: gaussian)")
 
 
 def _amp_arguments(p):
@@ -244,7 +247,8 @@ def _amp_run(args) -> int:
 
     ch = _channel(args)
     row = amp.run_amp(ch, args.T, _rho(args, ch), args.alpha, args.d, args.seed, backend=args.backend,
-                      dtype=args.dtype, max_iter=args.max_iter, on_max_iter=args.on_max_iter)
+                      dtype=args.dtype, tokens=args.tokens, max_iter=args.max_iter,
+                      on_max_iter=args.on_max_iter)
     _print_row(["alpha", "d", "seed", "mmse", "iterations", "seconds"], row)
     return 0
 
@@ -271,7 +275,7 @@ def _gd_run(args) -> int:
         raise UsageError(f"--rho must hold one width ratio for gd, got {len(args.rho)}")
     row = gd.run_gd(args.T, args.rho[0], args.alpha, args.d, args.seed, restarts=args.restarts,
                     backend=args.backend, dtype=args.dtype, beta=args.beta, steps=args.steps,
-                    student=args.student, weight_decay=args.weight_decay,
+                    student=args.student, weight_decay=args.weight_decay, tokens=args.tokens,
                     **({} if args.rank is None else {"rank": args.rank}))
     _print_row(["alpha", "d", "seed", "restarts", "mmse_single", "mmse_averaged", "seconds"], row)
     return 0

@@ -136,6 +136,24 @@ def _param(name: str, key: str, value):
     return C
 
 
+def parse_token_law(text: str) -> TokenLaw:
+    """A law from text (the command line): a name, or a JSON object of ``name`` and parameters.
+
+    Raises ``argparse.ArgumentTypeError`` (a ``ValueError``) naming ``tokens`` and the allowed values.
+    """
+    import argparse
+    import json
+
+    text = str(text).strip()
+    try:
+        return token_law(json.loads(text) if text.startswith("{") else text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"tokens must be a law name or a JSON object, got {text!r} "
+                                         f"({exc.msg})") from None
+    except (ValueError, TypeError) as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def token_law(tokens=None) -> TokenLaw:
     """A :class:`TokenLaw` from ``None`` (gaussian), a name, a mapping or a law.
 

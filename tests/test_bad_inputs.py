@@ -119,3 +119,28 @@ def test_hardmax_limit_follows_the_iteration_cap_rule():
         E = hardmax.limit_error(0.6, max_iter=2, on_max_iter="warn")
     assert 0 < E <= 1
     assert se.fixed_point(0.1, "hardmax", max_iter=2, on_max_iter="return").converged is False
+
+
+@pytest.mark.parametrize("value, words", [
+    ("bogus", ["--tokens", "tokens.name must be one of"]),
+    ('{"name": "sparse", "p": 2}', ["--tokens", "tokens.p must be <= 1"]),
+    ('{"name": ', ["--tokens", "a law name or a JSON object"]),
+    ('{"name": "uniform", "p": 0.5}', ["tokens.p is not a parameter of law 'uniform'"]),
+])
+def test_a_bad_token_law_exits_2_naming_it(capsys, value, words):
+    status, out, err = run(capsys, ["gd", "--alpha", "0.3", "--d", "12", "--tokens", value])
+    assert status == 2 and out == ""
+    _one_line_error(err, *words)
+
+
+def test_the_token_law_reaches_the_run(capsys):
+    """``--tokens`` samples the same data as ``tokens=`` in Python (GD at d = 12, 50 steps)."""
+    from aimlib import gd
+
+    status, out, _ = run(capsys, ["gd", "--alpha", "0.3", "--d", "12", "--steps", "50",
+                                  "--tokens", '{"name": "sparse", "p": 0.3}'])
+    assert status == 0
+    expected = gd.run_gd(2, 0.5, 0.3, 12, 0, steps=50, tokens={"name": "sparse", "p": 0.3})
+    assert float(out.splitlines()[1].split(",")[4]) == pytest.approx(expected["mmse_single"], rel=1e-6)
+    plain = gd.run_gd(2, 0.5, 0.3, 12, 0, steps=50)
+    assert expected["mmse_single"] != pytest.approx(plain["mmse_single"], rel=1e-3)
