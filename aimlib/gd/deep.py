@@ -14,9 +14,8 @@ The output is the channel's own forward map (``DeepAttention.clean``), so the
 network is defined once.  Both matrices are trained jointly: the optimiser sees
 one array ``W = [W_1 | W_2]`` of shape ``(k, d, r_1 + r_2)`` (Adam acts entry by
 entry, so this is one Adam per layer), and the loop, stopping rule and
-recording of :mod:`aimlib.gd.train` are reused.  :func:`block_setup`,
-:func:`block_fit` and :func:`block_summary` serve every such student of several
-weight blocks (also the heads of :mod:`aimlib.gd.heads`).
+recording of :mod:`aimlib.gd.train` are reused.  The ``block_*`` helpers serve
+every student of several weight blocks (also the heads of :mod:`aimlib.gd.heads`).
 """
 from __future__ import annotations
 
@@ -289,15 +288,16 @@ def _deep_result(W, n_steps, converged, seconds: float, curves: _DeepCurves) -> 
         n_steps=n_steps, converged=converged, seconds=seconds)
 
 
-def _ranks(ranks, rho, d: int, channel) -> tuple:
-    """The widths ``(r_1, r_2)``: ``ranks``, or ``round(rho_l d)``, or ``d // 2`` each."""
+def block_widths(ranks, rho, d: int, channel, what: str = "be a pair (r_1, r_2)") -> tuple:
+    """One width per index of ``channel``: ``ranks`` (it must ``what``), else ``round(rho_l d)``, else ``d // 2``."""
+    L = channel.n_indices
     if ranks is not None:
-        if np.ndim(ranks) != 1 or len(ranks) != 2:
-            raise ValueError(f"ranks must be a pair (r_1, r_2), got {ranks!r}")
+        if np.ndim(ranks) != 1 or len(ranks) != L:
+            raise ValueError(f"ranks must {what}, got {ranks!r}")
         return tuple(v.integer(f"ranks[{i}]", r, minimum=1) for i, r in enumerate(ranks))
     if rho is not None:
         return tuple(teacher_width(d, r) for r in widths(channel, rho))
-    return (max(1, d // 2),) * 2
+    return (max(1, d // 2),) * L
 
 
 def train_deep_gd(X, y, *, c: float = 0.5, beta: float = 1.0, ranks=None, rho=None, restarts: int = 1,
@@ -332,7 +332,7 @@ def train_deep_gd(X, y, *, c: float = 0.5, beta: float = 1.0, ranks=None, rho=No
     X, y, S, test, setup = block_setup(X, y, S, X_test, y_test, 2, restarts=restarts, optimizer=optimizer,
                                        lr=lr, adam_betas=adam_betas, adam_eps=adam_eps, steps=steps, tol=tol,
                                        record_every=record_every, batch_size=batch_size, init_scale=init_scale)
-    r1, r2 = _ranks(ranks, rho, X.shape[2], channel)
+    r1, r2 = block_widths(ranks, rho, X.shape[2], channel)
     check_memory(lambda **s: deep_memory_estimate(**s, ranks=(r1, r2), itemsize=X.dtype.itemsize),
                  setup.sizes, check_memory_mb(memory_mb))
     return block_fit(X, y, S, test, setup, r1 + r2, seed, channel.beta, _DeepObjective(channel, r1),
@@ -376,10 +376,10 @@ def run_deep_gd(T: int, rho, alpha: float, d: int, c: float = 0.5, seed=None, *,
     run = _check_run(T, rho, alpha, d, restarts, seed, beta, dtype, n_test, memory_mb, options,
                      check_rho=lambda rho: widths(channel, rho), caller="run_deep_gd")
     ranks = options.get("ranks")
-    ranks = None if ranks is None else _ranks(ranks, None, d, channel)
+    ranks = None if ranks is None else block_widths(ranks, None, d, channel)
     itemsize = np.dtype(run.dtype).itemsize
     _check_run_memory(run, lambda n, T, d, restarts, n_test: deep_memory_estimate(
-        n, T, d, ranks or _ranks(None, run.rho, d, channel), restarts, n_test=n_test, itemsize=itemsize))
+        n, T, d, ranks or block_widths(None, run.rho, d, channel), restarts, n_test=n_test, itemsize=itemsize))
     options.setdefault("rho", run.rho)
     data, res, seconds = _sample_and_train(run, channel, partial(train_deep_gd, c=channel.c, beta=run.beta),
                                            backend, options)

@@ -32,10 +32,10 @@ from ..backend import get_array_module, to_host
 from ..channels import row_softmax
 from ..channels.heads import MultiHeadSoftmax
 from ..channels.softmax import check_beta
-from ..model import estimation_error, teacher_width, widths
+from ..model import estimation_error, widths
 from .._validate import MEMORY_MB, check_memory
 from .memory import check_memory_mb, memory_estimate
-from .deep import block_fit, block_setup, block_summary
+from .deep import block_fit, block_setup, block_summary, block_widths
 from .run import _check_run, _check_run_memory, _sample_and_train
 from .student import _indices, gram, index_grad, softmax_backward, square_loss
 from .train import GDResult, _Curves
@@ -92,7 +92,7 @@ def matched_errors(S_hats, S):
 
 
 class _HeadsObjective:
-    """The square loss of the ``H``-head student (no weight decay); the interface of :class:`~aimlib.gd.objective.Objective`."""
+    """The square loss of the ``H``-head student, no weight decay (the interface of ``gd.objective.Objective``)."""
 
     student, weight_decay = "heads", 0.0
 
@@ -111,8 +111,10 @@ class _HeadsObjective:
 class _HeadsCurves(_Curves):
     """The recorded curves with matched per-head errors: ``(k, H)`` per restart, ``(H,)`` averaged."""
 
+    perm = None   # the matching of the last recorded step (the final weights: training ends with a record)
+
     def estimation_errors(self, W):
-        single, averaged, _ = matched_errors(self.objective.matrices(W), self.S)
+        single, averaged, self.perm = matched_errors(self.objective.matrices(W), self.S)
         return single, averaged
 
 
@@ -144,7 +146,7 @@ def _heads_result(W, n_steps, converged, seconds: float, curves: _HeadsCurves) -
     """Assemble the :class:`HeadsGDResult` from the final weights and the curves."""
     blocks, has_S = curves.objective.blocks, curves.S is not None
     S_hat = np.stack([to_host(M) for M in curves.objective.matrices(W)], axis=1)   # (k, H, d, d)
-    perm = matched_errors(list(np.moveaxis(S_hat, 1, 0)), to_host(curves.S))[2] if has_S else None
+    perm = curves.perm
     if perm is not None:
         S_hat = np.take_along_axis(S_hat, perm[:, :, None, None], axis=1)
     errors = np.moveaxis(np.array(curves.errors), 0, -1) if has_S else None
@@ -157,17 +159,6 @@ def _heads_result(W, n_steps, converged, seconds: float, curves: _HeadsCurves) -
         mmse_single=None if errors is None else errors[..., -1],
         mmse_averaged=None if averaged is None else averaged[:, -1],
         n_steps=n_steps, converged=converged, seconds=seconds, student="heads")
-
-
-def _heads_ranks(ranks, rho, d: int, heads: int) -> tuple:
-    """The widths ``(r_1, ..., r_H)``: ``ranks``, or ``round(rho_h d)``, or ``d // 2`` each."""
-    if ranks is not None:
-        if np.ndim(ranks) != 1 or len(ranks) != heads:
-            raise ValueError(f"ranks must hold {heads} widths (one per head), got {ranks!r}")
-        return tuple(v.integer(f"ranks[{i}]", r, minimum=1) for i, r in enumerate(ranks))
-    if rho is not None:
-        return tuple(teacher_width(d, r) for r in widths(MultiHeadSoftmax(heads), rho))
-    return (max(1, d // 2),) * heads
 
 
 def heads_memory_estimate(n: int, T: int, d: int, ranks, restarts: int = 1, *, n_test: int = 0,
@@ -218,7 +209,7 @@ def train_heads_gd(X, y, *, heads: int = 2, beta: float = 1.0, ranks=None, rho=N
                                        lr=lr, adam_betas=adam_betas, adam_eps=adam_eps, steps=steps, tol=tol,
                                        record_every=record_every, batch_size=batch_size, init_scale=init_scale)
     S = S[None] if S is not None and H == 1 else S
-    r = _heads_ranks(ranks, rho, X.shape[2], H)
+    r = block_widths(ranks, rho, X.shape[2], MultiHeadSoftmax(H), f"hold {H} widths (one per head)")
     check_memory(lambda **s: heads_memory_estimate(**s, ranks=r, itemsize=X.dtype.itemsize),
                  setup.sizes, check_memory_mb(memory_mb))
     edges = np.cumsum((0,) + r)
@@ -253,7 +244,7 @@ def run_heads_gd(T: int, rho, alpha: float, d: int, heads: int = 2, seed=None, *
     run = _check_run(T, rho, alpha, d, restarts, seed, beta, dtype, n_test, memory_mb, options,
                      check_rho=lambda r: widths(channel, r) if H > 1 else widths(channel, r)[0],
                      caller="run_heads_gd")
-    ranks = _heads_ranks(options.get("ranks"), run.rho, d, H)
+    ranks = block_widths(options.get("ranks"), run.rho, d, channel, f"hold {H} widths (one per head)")
     itemsize = np.dtype(run.dtype).itemsize
     _check_run_memory(run, lambda n, T, d, restarts, n_test: heads_memory_estimate(
         n, T, d, ranks, restarts, n_test=n_test, itemsize=itemsize))
