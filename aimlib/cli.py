@@ -230,8 +230,16 @@ def _run_arguments(p):
                    help="array backend (default: numpy unless AIMLIB_BACKEND=cupy)")
     p.add_argument("--dtype", choices=["float32", "float64"], default=None,
                    help="working precision (default: the method's own)")
-    p.add_argument("--tokens", type=parse_token_law, default=None, action=_Once,
+    p.add_argument("--tokens", type=_token_law, default=None, action=_Once,
                    help="law of the token entries: a name, or JSON with 'name' and parameters (default: gaussian)")
+
+
+def _token_law(text: str):
+    """``--tokens`` by :func:`aimlib.tokens.parse_token_law`, its error message shown by argparse."""
+    try:
+        return parse_token_law(text)
+    except (ValueError, TypeError) as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _amp_arguments(p):

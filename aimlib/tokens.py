@@ -137,21 +137,19 @@ def _param(name: str, key: str, value):
 
 
 def parse_token_law(text: str) -> TokenLaw:
-    """A law from text (the command line): a name, or a JSON object of ``name`` and parameters.
+    """A law from text (the command line's ``--tokens``): a name, or a JSON object of ``name`` and parameters.
 
-    Raises ``argparse.ArgumentTypeError`` (a ``ValueError``) naming ``tokens`` and the allowed values.
+    Raises ``ValueError`` naming ``tokens``: for text that is neither, and (from
+    :func:`token_law`) for a law or parameter out of range.
     """
-    import argparse
     import json
 
     text = str(text).strip()
     try:
-        return token_law(json.loads(text) if text.startswith("{") else text)
+        spec = json.loads(text) if text.startswith("{") else text
     except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"tokens must be a law name or a JSON object, got {text!r} "
-                                         f"({exc.msg})") from None
-    except (ValueError, TypeError) as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+        raise ValueError(f"tokens must be a law name or a JSON object, got {text!r} ({exc.msg})") from None
+    return token_law(spec)
 
 
 def token_law(tokens=None) -> TokenLaw:
