@@ -23,7 +23,7 @@ import time
 import numpy as np
 from _common import RESULTS, write_record
 
-from aimlib import amp, gd, model, rmt
+from aimlib import amp, gd, model, rmt, untied
 from aimlib.backend import cupy_available, module_named, to_device, to_host
 from aimlib.channels import Softmax, make_channel
 from aimlib.gd.deep import run_deep_gd
@@ -56,6 +56,11 @@ def _deep_gd(backend):
                        steps=300)["mmse_averaged"]
 
 
+def _untied(rho, denoiser="equalised"):
+    return lambda backend: untied.run_untied_gamp(0.3, 2, 100, rho, seed=2, backend=backend,
+                                                  denoiser=denoiser).errors
+
+
 CASES = {
     "softmax outputs y = softmax(h), n=500 T=3 d=120": (_indices, 1e-10),
     "RIE denoiser, d=300": (_rie, 1e-8),
@@ -64,6 +69,9 @@ CASES = {
     "GAMP-RIE linear (noise 0.1), alpha=0.12 d=150": (_amp(make_channel("linear", noise=0.1), 0.5, 0.12, 150), 1e-3),
     "GAMP-RIE softmax, Rademacher tokens, d=150": (_amp("softmax", 0.5, 0.12, 150, tokens="rademacher"), 1e-3),
     "GAMP-RIE two-layer hardmax, alpha=1 d=60": (_amp("deep-hardmax", [0.5, 0.5], 1.0, 60), 1e-3),
+    "untied GAMP, Gaussian prior, alpha=0.3 d=100": (_untied(np.inf), 1e-3),
+    "untied GAMP, equalised RIE rho=0.5, alpha=0.3 d=100": (_untied(0.5), 1e-3),
+    "untied GAMP, tuned RIE rho=0.5, alpha=0.3 d=100": (_untied(0.5, "tuned"), 1e-3),
     "GD factorised k=2, d=60": (_gd(restarts=2), 1e-3),
     "GD direct + weight decay 1e-4, d=60": (_gd(student="direct", weight_decay=1e-4), 1e-3),
     "GD two-layer softmax, d=30": (_deep_gd, 1e-3),

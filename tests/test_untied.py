@@ -21,6 +21,17 @@ def test_teacher_shape_seed_and_scale():
     assert np.linalg.matrix_rank(S) == 150
 
 
+def test_gaussian_prior_teacher():
+    """``rho = inf``: i.i.d. ``N(0, 1/d)`` entries, full rank, reproducible."""
+    S = u.sample_teacher_untied(200, math.inf, seed=4)
+    assert np.array_equal(S, u.sample_teacher_untied(200, math.inf, seed=4))
+    assert np.sum(S * S) / 200 == pytest.approx(1.0, abs=0.03)
+    assert np.std(S) * math.sqrt(200) == pytest.approx(1.0, abs=0.02)
+    assert np.linalg.matrix_rank(S) == 200
+    with pytest.raises(ValueError, match="rho"):
+        u.sample_teacher_untied(10, -math.inf)
+
+
 def test_indices_formula_trace_convention_and_validation():
     rng = np.random.default_rng(0)
     d, T = 40, 3

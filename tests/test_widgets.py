@@ -190,6 +190,9 @@ def test_untied_panel_data_match_both_state_evolutions():
     assert d["tied"][i] == pytest.approx(se.solve(d["alpha"][i], T=2, rho=0.5).mmse, abs=1e-8)
     assert d["untied"][i] == pytest.approx(untied.solve_untied(d["alpha"][i], 2, 0.5)[0], abs=1e-8)
     assert d["threshold_untied"] == pytest.approx(0.375) and np.all(d["untied"] >= d["tied"] - 1e-9)
+    lower, upper = d["bracket"]
+    assert (lower[i], upper[i]) == pytest.approx(untied.bracket_untied(d["alpha"][i], 2, 0.5))
+    assert np.all(lower <= d["untied"] + 1e-9) and np.all(d["untied"] <= upper + 1e-9)
     before, after = _changes(p, "T", 3)
     assert before != after and p.last_data["params"]["T"] == 3
     p.controls["alpha_range"].value = "0.4, 0.1"

@@ -3,14 +3,18 @@
 Modules: :mod:`~aimlib.untied.model` (teacher, indices, softmax outputs, counting),
 :mod:`~aimlib.untied.denoising` (the rectangular RIE and the prior MMSE ``mmse_rect``),
 :mod:`~aimlib.untied.state_evolution` (the two-overlap SE of the softmax channel,
-its isotropic closure and threshold), :mod:`~aimlib.untied.student` (tied and untied
+its isotropic closure, its bracket and threshold), :mod:`~aimlib.untied.gamp` (GAMP
+with the two-sector channel step), :mod:`~aimlib.untied.student` (tied and untied
 factorised students fitted by L-BFGS).
 """
-from .denoising import (mmse_rect, oracle_curve, oracle_error, rie_rect, sample_denoising_untied, singular_density,
-                        singular_stieltjes)
+from .denoising import (mmse_rect, oracle_curve, oracle_error, rect_shrinkage, rie_rect, sample_denoising_untied,
+                        singular_density, singular_hilbert, singular_stieltjes, spectral_divergences)
+from .gamp import (UntiedGAMPResult, channel_matrices, gaussian_prior_step, rect_prior_step, run_untied_gamp,
+                   sector_deltas, sector_projector, shift_basis, sure_errors, tuned_prior_step, untied_g_out,
+                   untied_gamp)
 from .model import (count_threshold, measurements_per_sample, sample_teacher_untied, sector_counts,
                     unknowns_fraction, untied_indices, untied_softmax)
-from .state_evolution import (curve_untied, gaussian_sectors, make_comparison, output_coefficients,
+from .state_evolution import (bracket_untied, curve_untied, gaussian_sectors, make_comparison, output_coefficients,
                               output_free_entropy, sector_qhat, solve_sectors, solve_untied, untied_threshold)
 from .student import fit_student, recovery_table, row_differences
 
@@ -20,10 +24,14 @@ __all__ = [
     "sector_counts", "unknowns_fraction", "count_threshold",
     # denoising
     "sample_denoising_untied", "oracle_error", "oracle_curve", "rie_rect", "singular_stieltjes",
-    "singular_density", "mmse_rect",
+    "singular_density", "singular_hilbert", "rect_shrinkage", "spectral_divergences", "mmse_rect",
     # state evolution
     "output_coefficients", "output_free_entropy", "sector_qhat", "gaussian_sectors", "solve_sectors",
-    "solve_untied", "curve_untied", "untied_threshold", "make_comparison",
+    "solve_untied", "bracket_untied", "curve_untied", "untied_threshold", "make_comparison",
+    # GAMP
+    "shift_basis", "sector_projector", "channel_matrices", "sector_deltas", "untied_g_out",
+    "gaussian_prior_step", "rect_prior_step", "sure_errors", "tuned_prior_step", "UntiedGAMPResult",
+    "untied_gamp", "run_untied_gamp",
     # students
     "row_differences", "fit_student", "recovery_table",
 ]

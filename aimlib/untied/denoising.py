@@ -28,10 +28,12 @@ import numpy as np
 from scipy.interpolate import CubicSpline
 
 from .. import _validate as v
+from ..backend import get_array_module
 from .model import sample_teacher_untied
 
 __all__ = ["sample_denoising_untied", "oracle_error", "oracle_curve", "rie_rect", "singular_stieltjes",
-           "singular_density", "mmse_rect", "DELTA_GRID"]
+           "singular_density", "singular_hilbert", "rect_shrinkage", "spectral_divergences", "mmse_rect",
+           "DELTA_GRID"]
 
 #: ``mmse_rect`` is tabulated on this grid of ``Delta`` per ``rho``; outside, the leading
 #: asymptotics ``c Delta`` and ``1 - c'/Delta``, matched at the ends, take over
@@ -130,16 +132,24 @@ def singular_density(x, delta: float, rho: float):
     return np.maximum(-singular_stieltjes(x, delta, rho).imag / np.pi, 0.0).reshape(np.shape(x))
 
 
+def _quadrature_grid(delta: float, rho: float):
+    """``(R, x)``: the half line ``[0, R]`` beyond the support, as two merged uniform grids.
+
+    One grid over the support, one over ``[0, 10 sqrt(Delta)]`` (the bulk of the
+    small singular values when ``rho < 1``).
+    """
+    R = 4.0 / math.sqrt(min(rho, 1.0)) + 4.0 * math.sqrt(delta)
+    return R, np.unique(np.concatenate([np.linspace(0.0, min(10 * math.sqrt(delta), R), N_QUAD),
+                                        np.linspace(0.0, R, 2 * N_QUAD)]))
+
+
 def _mmse_one(delta: float, rho: float) -> float:
     """``Delta - (4 pi^2/3) Delta^2 int mu^3``: trapezoid rule on ``x >= 0`` (``mu`` is even).
 
-    Two uniform grids, one over the support and one over ``[0, 10 sqrt(Delta)]``
-    (the bulk of the small singular values when ``rho < 1``): relative error
-    ``< 2e-6`` up to ``Delta = 100``, ``~1e-5`` at ``10^3``.
+    On :func:`_quadrature_grid`: relative error ``< 2e-6`` up to ``Delta = 100``,
+    ``~1e-5`` at ``10^3``.
     """
-    R = 4.0 / math.sqrt(min(rho, 1.0)) + 4.0 * math.sqrt(delta)
-    x = np.unique(np.concatenate([np.linspace(0.0, min(10 * math.sqrt(delta), R), N_QUAD),
-                                  np.linspace(0.0, R, 2 * N_QUAD)]))
+    _, x = _quadrature_grid(delta, rho)
     mu3 = singular_density(x, delta, rho) ** 3
     integral = 2 * float(np.trapezoid(mu3, x))     # mu is even: twice the half line
     return delta - 4 * math.pi**2 / 3 * delta**2 * integral
@@ -173,3 +183,75 @@ def mmse_rect(delta, rho: float):
     out = arr * np.exp(spline(np.log(np.clip(arr, lo, hi))))
     out = np.where(arr < lo, c_lo * arr, np.where(arr > hi, 1.0 - c_hi / arr, out))
     return out if arr.ndim else float(out)
+
+
+def singular_hilbert(x, delta: float, rho: float):
+    r"""``h(x) = p.v. int mu(y)/(x - y) dy`` of the symmetrised singular-value law of ``Y`` (the prior's own).
+
+    Computed as ``int (mu(y) - mu(x))/(x - y) dy + mu(x) log|(R + x)/(R - x)|`` over
+    ``[-R, R]`` (:func:`_quadrature_grid`, trapezoid rule), which has no singular
+    integrand; ``h(x) = Re g(x + i0)``.
+    """
+    delta, rho = v.positive("delta", delta), v.rho(rho)
+    x = np.asarray(x, dtype=float).ravel()
+    R, y = _quadrature_grid(delta, rho)
+    mu_half = singular_density(y, delta, rho)
+    ys, mus = np.concatenate([-y[:0:-1], y]), np.concatenate([mu_half[:0:-1], mu_half])
+    mux = np.where(np.abs(x) < R, singular_density(np.minimum(np.abs(x), R), delta, rho), 0.0)
+    out = np.empty_like(x)
+    for s in range(0, x.size, 64):                  # 64 points at a time bound the memory
+        xs, ms = x[s:s + 64, None], mux[s:s + 64, None]
+        diff = xs - ys[None, :]
+        safe = np.where(diff == 0.0, 1.0, diff)
+        out[s:s + 64] = np.trapezoid(np.where(diff == 0.0, 0.0, (mus[None, :] - ms) / safe), ys, axis=1)
+    with np.errstate(divide="ignore"):
+        log_term = np.where(mux > 0, np.log(np.abs((R + x) / np.where(x == R, 1.0, R - x))), 0.0)
+    return out + mux * log_term
+
+
+def rect_shrinkage(sigma, delta: float, rho: float, step: float = 1e-5):
+    r"""The optimal singular values ``xi(sigma) = sigma - 2 Delta h(sigma)`` and their slope ``xi'(sigma)``.
+
+    ``h`` is :func:`singular_hilbert` (the limiting law of ``Y = S + sqrt(Delta) Z``
+    for the prior of ratio ``rho``), so the map knows the prior, unlike
+    :func:`rie_rect`; ``xi'`` is a central difference of width ``2 step``.
+    """
+    sigma = np.asarray(sigma, dtype=float).ravel()
+    pts = np.concatenate([sigma, sigma + step, sigma - step])
+    xi = (pts - 2.0 * delta * singular_hilbert(pts, delta, rho)).reshape(3, -1)
+    return xi[0], (xi[1] - xi[2]) / (2.0 * step)
+
+
+def spectral_divergences(U, sigma, Vt, xi, dxi):
+    r"""Divergences of ``F(Y) = U diag(xi(sigma)) V^T`` along the symmetric and antisymmetric matrices.
+
+    A perturbation ``U M V^T`` of ``Y`` moves ``F`` by ``U N V^T`` with
+    ``N_ii = xi'_i M_ii`` and, for ``i != j``, the symmetric part of ``M``
+    scaled by ``c-_ij = (xi_i - xi_j)/(sigma_i - sigma_j)`` (the divided
+    difference of the symmetric case) and the antisymmetric part by
+    ``c+_ij = (xi_i + xi_j)/(sigma_i + sigma_j)``.  With ``W = U^T V``
+    and ``tau`` the transposition,
+
+    .. math::
+
+        \operatorname{Tr} J = \sum_i \xi'_i + \sum_{i\ne j}\tfrac{c^+_{ij} + c^-_{ij}}2, \qquad
+        \operatorname{Tr}\tau J = \sum_i \xi'_i W_{ii}^2 + \sum_{i\ne j}\Big[W_{ij}^2\tfrac{c^+_{ij} + c^-_{ij}}2
+            + W_{ii}W_{jj}\tfrac{c^-_{ij} - c^+_{ij}}2\Big],
+
+    and the sector divergences are ``(Tr J +- Tr tau J)/2``.  Returns them as two floats.
+    """
+    xp = get_array_module(U)
+    sigma, xi, dxi = (xp.asarray(a, dtype=U.dtype) for a in (sigma, xi, dxi))
+    W = U.T @ Vt.T
+    plus = sigma[:, None] + sigma[None, :]
+    minus = sigma[:, None] - sigma[None, :]
+    c_plus = (xi[:, None] + xi[None, :]) / xp.where(plus == 0, 1.0, plus)
+    close = xp.abs(minus) < 1e-9 * (1.0 + xp.abs(plus))
+    c_minus = xp.where(close, (dxi[:, None] + dxi[None, :]) / 2,
+                       (xi[:, None] - xi[None, :]) / xp.where(close, 1.0, minus))
+    off = 1.0 - xp.eye(sigma.size, dtype=U.dtype)
+    diag_w = xp.diagonal(W)
+    tr_j = xp.sum(dxi) + xp.sum(off * (c_plus + c_minus)) / 2
+    tr_tau_j = (xp.sum(dxi * diag_w**2)
+                + xp.sum(off * (W * W * (c_plus + c_minus) + xp.outer(diag_w, diag_w) * (c_minus - c_plus))) / 2)
+    return float((tr_j + tr_tau_j) / 2), float((tr_j - tr_tau_j) / 2)

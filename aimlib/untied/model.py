@@ -13,6 +13,8 @@ Book, chapter "Beyond", section "Untied key and query".
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import _validate as v
@@ -28,10 +30,14 @@ __all__ = ["sample_teacher_untied", "untied_indices", "untied_softmax", "measure
 def sample_teacher_untied(d: int, rho: float, seed=None):
     r"""Sample ``S = Q K^T / sqrt(r d)``, ``Q, K`` independent ``(d, r)`` standard Gaussian.
 
-    ``r = round(rho d)`` (at least 1).  Returns a NumPy ``(d, d)`` array (not symmetric).
+    ``r = round(rho d)`` (at least 1).  ``rho = inf`` is the Gaussian prior, i.i.d.
+    ``N(0, 1/d)`` entries (the infinite-width limit).  Returns a NumPy ``(d, d)``
+    array (not symmetric).
     """
-    r = teacher_width(d, rho)
     rng = v.generator(seed)
+    if math.isinf(v.rho(rho, allow_inf=True)):
+        return rng.standard_normal((v.integer("d", d, minimum=1),) * 2) / math.sqrt(d)
+    r = teacher_width(d, rho)
     Qm = rng.standard_normal((d, r))
     Km = rng.standard_normal((d, r))
     return Qm @ Km.T / np.sqrt(r * d)

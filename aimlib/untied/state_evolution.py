@@ -21,7 +21,10 @@ the perfect-recovery threshold of the two-overlap SE at the counting threshold.
 two sector MMSEs (closed form for the Gaussian prior, :func:`gaussian_sectors`).
 :func:`solve_untied` solves its isotropic closure ``V = mmse_rect(V / alpha_bar)``,
 ``alpha_bar = (T^2 - T) alpha`` (both parts at the mean ratio), whose
-perfect-recovery threshold is the counting threshold.
+perfect-recovery threshold is the counting threshold.  :func:`bracket_untied`
+bounds the exact fixed point from both sides: the SE map is monotone, and giving
+both parts the larger (smaller) of the two ratios can only lower (raise) the
+error, so ``alpha_bar`` between ``(T - 1)^2 alpha`` and ``(T^2 - 1) alpha`` brackets it.
 """
 from __future__ import annotations
 
@@ -33,10 +36,10 @@ from .. import _validate as v
 from ..errors import ConvergenceError, check_on_max_iter, max_iter_reached
 from ..state_evolution.closed import solve_closed
 from .denoising import mmse_rect
-from .model import count_threshold, measurements_per_sample, unknowns_fraction
+from .model import measurements_per_sample, unknowns_fraction
 
 __all__ = ["output_coefficients", "output_free_entropy", "sector_qhat", "gaussian_sectors",
-           "solve_sectors", "solve_untied", "curve_untied", "untied_threshold", "make_comparison"]
+           "solve_sectors", "solve_untied", "bracket_untied", "curve_untied", "untied_threshold", "make_comparison"]
 
 
 def output_coefficients(T: int) -> tuple:
@@ -102,6 +105,19 @@ def untied_threshold(rho: float, T: int) -> float:
     return unknowns_fraction(rho) / measurements_per_sample(T)
 
 
+def _closure(abar: float, rho: float, tol: float = 1e-10) -> float:
+    """The fixed point ``V = mmse_rect(V / abar)`` reached from ``V = 1`` (``0`` from ``abar = rho(2 - rho)``)."""
+    if math.isinf(rho):
+        return max(0.0, 1.0 - abar)
+    if abar >= unknowns_fraction(rho):
+        return 0.0
+
+    def m(delta):
+        return mmse_rect(delta, rho) if 0 < delta < math.inf else (0.0 if delta <= 0 else 1.0)
+
+    return float(solve_closed(abar, m, unknowns_fraction(rho), None, tol)[0])
+
+
 def solve_untied(alpha: float, T: int, rho: float, *, tol: float = 1e-10):
     r"""Fixed point of the isotropic closure ``V = mmse_rect(V / alpha_bar)``, ``alpha_bar = (T^2 - T) alpha``.
 
@@ -112,18 +128,23 @@ def solve_untied(alpha: float, T: int, rho: float, *, tol: float = 1e-10):
     """
     alpha = v.nonnegative("alpha", alpha)
     rho = v.rho(rho, allow_inf=True)
-    abar = measurements_per_sample(T) * alpha
-    if math.isinf(rho):
-        V = max(0.0, 1.0 - abar)
-        return V, 1.0 - V
-    if alpha >= count_threshold(rho, T):
-        return 0.0, 1.0
+    V = _closure(measurements_per_sample(T) * alpha, rho, tol)
+    return V, 1.0 - V
 
-    def m(delta):
-        return mmse_rect(delta, rho) if 0 < delta < math.inf else (0.0 if delta <= 0 else 1.0)
 
-    V, _, _, _ = solve_closed(abar, m, unknowns_fraction(rho), None, tol)
-    return float(V), float(1.0 - V)
+def bracket_untied(alpha: float, T: int, rho: float) -> tuple:
+    r"""Lower and upper bounds on the exact two-overlap SE error reached from the prior.
+
+    The fixed points of ``V = mmse_rect(V / ((T^2 - 1) alpha))`` and
+    ``V = mmse_rect(V / ((T - 1)^2 alpha))``: both parts seen at the larger,
+    respectively the smaller, of the two ratios ``qhat_A >= qhat_B`` at
+    ``V_A = V_B`` (book, proposition "Bracketing the untied state evolution").
+    The isotropic closure :func:`solve_untied` lies in between.
+    """
+    alpha = v.nonnegative("alpha", alpha)
+    rho = v.rho(rho, allow_inf=True)
+    T = v.integer("T", T, minimum=2)
+    return _closure((T * T - 1) * alpha, rho), _closure((T - 1) ** 2 * alpha, rho)
 
 
 def curve_untied(alphas, T: int, rho: float) -> np.ndarray:
