@@ -7,7 +7,7 @@ estimate and the algorithm's own predictions.  Two priors: ``rho = inf``
 (i.i.d. Gaussian ``S``, where GAMP is Bayes-optimal and the two-overlap state
 evolution is exact; denoiser ``bayes``) and ``rho = 0.5`` (``S = Q K^T/sqrt(r d)``,
 denoisers ``equalised`` and ``tuned``), ``T = 2`` at ``d = 100`` and ``200`` and
-``T = 3`` at ``d = 100``, three seeds each.  About two hours on one core;
+``T = 3`` at ``d = 100``, three seeds each.  About three hours on one core;
 ``--d`` and ``--denoiser`` run a part of the grid (rows of the parts can be joined)::
 
     python scripts/untied_gamp.py [--out book/data/untied_gamp.csv] [--d 100 200]
@@ -24,10 +24,13 @@ from aimlib.untied import run_untied_gamp
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMAND = "python scripts/untied_gamp.py"
-ALPHAS = {(math.inf, 2): (0.05, 0.1, 0.2, 0.3, 0.4), (math.inf, 3): (0.02, 0.05, 0.1, 0.15),
-          (0.5, 2): (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8), (0.5, 3): (0.05, 0.1, 0.15, 0.2, 0.25)}
 #: denoiser name -> prior ratio rho ('bayes': the Gaussian prior's posterior mean)
 DENOISERS = {"bayes": math.inf, "equalised": 0.5, "tuned": 0.5}
+#: (denoiser, T) -> alphas; the tuned runs stop one point past their recovery
+ALPHAS = {("bayes", 2): (0.05, 0.1, 0.2, 0.3, 0.4), ("bayes", 3): (0.02, 0.05, 0.1, 0.15),
+          ("equalised", 2): (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8),
+          ("equalised", 3): (0.05, 0.1, 0.15, 0.2, 0.25),
+          ("tuned", 2): (0.1, 0.2, 0.3, 0.4, 0.5, 0.6), ("tuned", 3): (0.05, 0.1, 0.15, 0.2)}
 GRID = ((2, 100), (2, 200), (3, 100))
 SEEDS = range(3)
 OPTIONS = dict(max_iter=400, tol=1e-6)
@@ -42,7 +45,7 @@ def rows(dims=(100, 200), denoisers=tuple(DENOISERS)):
         for T, d in GRID:
             if d not in dims:
                 continue
-            for alpha in ALPHAS[rho, T]:
+            for alpha in ALPHAS[name, T]:
                 for seed in SEEDS:
                     r = run_untied_gamp(alpha, T, d, rho, seed=seed, backend="numpy", **opts)
                     yield {"rho": rho, "T": T, "d": d, "denoiser": name, "seed": seed, "alpha": alpha,

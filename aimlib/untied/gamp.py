@@ -337,7 +337,8 @@ def untied_gamp(X, y, rho: float, *, beta: float = 1.0, S=None, denoiser: str = 
         S_hat = (1 - damping) * S_new + damping * S_hat
         old, V, V_ons = V, _mix(V_new, V, damping), _mix(ons_new, V_ons, damping)
         if not all(math.isfinite(x) and x > 0 for x in V + V_ons):
-            raise ConvergenceError(f"untied GAMP: predicted errors {V}, Onsager terms {V_ons} at iteration {it}")
+            raise ConvergenceError(f"untied GAMP: predicted errors {V}, Onsager terms {V_ons} at iteration {it}; "
+                                   "try a larger damping")
         for key, val in zip(trace, (*V, *deltas, *(_errors(S_hat, S) if S is not None else ()))):
             trace[key].append(val)
         if sum(V) < V_FLOOR:
