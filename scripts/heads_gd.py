@@ -13,11 +13,11 @@ run a part of the grid (the parts are deterministic, so their rows can be joined
 from __future__ import annotations
 
 import argparse
-import csv
 from pathlib import Path
 
 from aimlib.channels.heads import count_threshold
 from aimlib.gd.heads import run_heads_gd
+from _rows import write_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMAND = "python scripts/heads_gd.py"
@@ -48,14 +48,7 @@ def main(argv=None) -> int:
     parser.add_argument("--d", type=int, nargs="+", default=[20, 30], help="a part of the grid")
     parser.add_argument("--f", type=float, nargs="+", default=list(FACTORS), help="a part of the grid")
     args = parser.parse_args(argv)
-    with open(args.out, "w", newline="") as fh:
-        fh.write(f"# made by: {COMMAND}\n")
-        writer = csv.DictWriter(fh, fieldnames=COLUMNS)
-        writer.writeheader()
-        for row in rows(args.heads, args.d, args.f):
-            writer.writerow(row)
-            fh.flush()
-    return 0
+    return write_rows(args.out, COMMAND, COLUMNS, rows(args.heads, args.d, args.f))
 
 
 if __name__ == "__main__":

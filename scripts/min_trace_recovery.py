@@ -9,12 +9,12 @@ per solve, the alpha grid placed around the finite-d statistical dimension,
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 from pathlib import Path
 
 from aimlib.convex import MEASUREMENTS, recovery_trial, statistical_dimension_finite
 from aimlib.state_evolution import linear_k
+from _rows import write_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMAND = "python scripts/min_trace_recovery.py"
@@ -40,13 +40,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "book" / "data" / "min_trace_recovery.csv"))
     args = parser.parse_args(argv)
-    with open(args.out, "w", newline="") as fh:
-        fh.write(f"# made by: {COMMAND}\n")
-        writer = csv.DictWriter(fh, fieldnames=COLUMNS, extrasaction="ignore")
-        writer.writeheader()
-        for row in rows():
-            writer.writerow(row)
-    return 0
+    return write_rows(args.out, COMMAND, COLUMNS, rows())
 
 
 if __name__ == "__main__":

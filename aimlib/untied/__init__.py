@@ -3,8 +3,9 @@
 Modules: :mod:`~aimlib.untied.model` (teacher, indices, softmax outputs, counting),
 :mod:`~aimlib.untied.denoising` (the rectangular RIE and the prior MMSE ``mmse_rect``),
 :mod:`~aimlib.untied.state_evolution` (the two-overlap SE of the softmax channel,
-its isotropic closure, its bracket and threshold), :mod:`~aimlib.untied.gamp` (GAMP
-with the two-sector channel step), :mod:`~aimlib.untied.student` (tied and untied
+its isotropic closure, its bracket and threshold), :mod:`~aimlib.untied.posterior`
+(the two-noise prior side and the exact SE, by sampling the posterior),
+:mod:`~aimlib.untied.gamp` (GAMP with the two-sector channel step), :mod:`~aimlib.untied.student` (tied and untied
 factorised students fitted by L-BFGS).
 """
 from .denoising import (mmse_rect, oracle_curve, oracle_error, rect_shrinkage, rie_rect, sample_denoising_untied,
@@ -12,15 +13,17 @@ from .denoising import (mmse_rect, oracle_curve, oracle_error, rect_shrinkage, r
 from .gamp import (UntiedGAMPResult, channel_matrices, gaussian_prior_step, rect_prior_step, run_untied_gamp,
                    sector_deltas, sector_projector, shift_basis, sure_errors, tuned_prior_step, untied_g_out,
                    untied_gamp)
-from .model import (count_threshold, measurements_per_sample, sample_teacher_untied, sector_counts,
-                    unknowns_fraction, untied_indices, untied_softmax)
+from .model import (count_threshold, measurements_per_sample, part_errors, parts, sample_teacher_untied,
+                    sector_counts, unknowns_fraction, untied_indices, untied_softmax)
+from .posterior import (SampledPriorStep, SampledSE, TwoNoiseResult, hmc_chain, hmc_errors, sample_two_noise,
+                        sampled_state_evolution, two_noise_problem)
 from .state_evolution import (bracket_untied, curve_untied, gaussian_sectors, make_comparison, output_coefficients,
                               output_free_entropy, sector_qhat, solve_sectors, solve_untied, untied_threshold)
 from .student import fit_student, recovery_table, row_differences
 
 __all__ = [
     # model
-    "sample_teacher_untied", "untied_indices", "untied_softmax", "measurements_per_sample",
+    "sample_teacher_untied", "parts", "part_errors", "untied_indices", "untied_softmax", "measurements_per_sample",
     "sector_counts", "unknowns_fraction", "count_threshold",
     # denoising
     "sample_denoising_untied", "oracle_error", "oracle_curve", "rie_rect", "singular_stieltjes",
@@ -28,6 +31,9 @@ __all__ = [
     # state evolution
     "output_coefficients", "output_free_entropy", "sector_qhat", "gaussian_sectors", "solve_sectors",
     "solve_untied", "bracket_untied", "curve_untied", "untied_threshold", "make_comparison",
+    # the two-noise posterior, sampled
+    "two_noise_problem", "hmc_chain", "hmc_errors", "TwoNoiseResult", "sample_two_noise", "SampledSE",
+    "sampled_state_evolution", "SampledPriorStep",
     # GAMP
     "shift_basis", "sector_projector", "channel_matrices", "sector_deltas", "untied_g_out",
     "gaussian_prior_step", "rect_prior_step", "sure_errors", "tuned_prior_step", "UntiedGAMPResult",

@@ -35,7 +35,11 @@ uses and the Onsager terms ``V_ons,s = Delta_s div_s f / d^2``:
   end of :func:`~aimlib.untied.bracket_untied` (:func:`rect_prior_step`);
 * ``denoiser='tuned'``: the rectangular RIE of ``R`` itself at the effective noise
   that minimises Stein's estimate of its error, ``V`` from that estimate
-  (:func:`tuned_prior_step`).
+  (:func:`tuned_prior_step`);
+* ``denoiser='sampled'``: the posterior mean under the two noises, by Hamiltonian
+  Monte Carlo, ``V = V_ons`` its posterior variance
+  (:class:`~aimlib.untied.SampledPriorStep`): Bayes-optimal up to the sampling,
+  so its state evolution is the exact two-overlap one.
 
 The divergences of the spectral maps on the two parts come from
 :func:`~aimlib.untied.spectral_divergences`.
@@ -53,7 +57,8 @@ from .. import _validate as v
 from ..backend import get_array_module, module_named, to_host
 from ..errors import ConvergenceError
 from .denoising import mmse_rect, rect_shrinkage, spectral_divergences
-from .model import sample_teacher_untied, untied_indices, untied_softmax
+from .model import part_errors, parts, sample_teacher_untied, untied_indices, untied_softmax
+from .posterior import SampledPriorStep
 
 __all__ = ["shift_basis", "sector_projector", "channel_matrices", "sector_deltas", "untied_g_out",
            "gaussian_prior_step", "rect_prior_step", "sure_errors", "tuned_prior_step", "UntiedGAMPResult",
@@ -64,7 +69,7 @@ V_FLOOR = 1e-10
 #: values of ``Delta_eff`` tried by :func:`tuned_prior_step`
 TUNING_GRID = 7
 #: the prior steps of the rank-r prior, by name
-DENOISERS = ("equalised", "tuned")
+DENOISERS = ("equalised", "tuned", "sampled")
 
 
 def shift_basis(T: int) -> np.ndarray:
@@ -108,11 +113,6 @@ def untied_g_out(z0, omega, Gamma):
     return ((z0 - omega).reshape(n, T * T) @ G).reshape(n, T, T)
 
 
-def _parts(M):
-    """Symmetric and antisymmetric parts of a square matrix."""
-    return (M + M.T) / 2, (M - M.T) / 2
-
-
 def _dims(d: int) -> tuple:
     """Dimensions ``d(d+1)/2`` and ``d(d-1)/2`` of the symmetric and antisymmetric matrices."""
     return d * (d + 1) / 2, d * (d - 1) / 2
@@ -134,7 +134,7 @@ def gaussian_prior_step(R, deltas, noise=None, Z=None):
     ``noise`` and ``Z`` are not used.
     """
     d = R.shape[0]
-    A, B = _parts(R)
+    A, B = parts(R)
     V = tuple(dl * n_s / (d * d * (1 + dl)) for dl, n_s in zip(deltas, _dims(d)))
     return A / (1 + deltas[0]) + B / (1 + deltas[1]), V, V
 
@@ -154,7 +154,7 @@ def rect_prior_step(R, deltas, noise, Z, rho: float):
     """
     d, xp = R.shape[0], get_array_module(R)
     top = max(deltas)
-    ZA, ZB = _parts(Z)
+    ZA, ZB = parts(Z)
     R = R + math.sqrt(top - deltas[0]) * ZA + math.sqrt(top - deltas[1]) * ZB
     F, divs = _spectral(*xp.linalg.svd(R), top, rho)
     m = mmse_rect(top, rho)
@@ -169,7 +169,7 @@ def sure_errors(R, F, deltas, divs) -> tuple:
     ``E||Pi_s(F - S)||^2 = E||Pi_s(F - R)||^2 + 2 (Delta_s/d) div_s F - n_s Delta_s/d``.
     """
     d = R.shape[0]
-    res = [float((P * P).sum()) for P in _parts(F - R)]
+    res = [float((P * P).sum()) for P in parts(F - R)]
     return tuple((q + 2 * dl / d * dv - n_s * dl / d) / d for q, dl, dv, n_s in zip(res, deltas, divs, _dims(d)))
 
 
@@ -248,11 +248,13 @@ def _mix(new, old, damping):
     return tuple((1 - damping) * a + damping * b for a, b in zip(new, old))
 
 
-def _errors(S_hat, S):
-    """``((1/d)||A_hat - A||^2, (1/d)||B_hat - B||^2)``."""
-    EA, EB = _parts(S_hat - S)
-    d = S.shape[0]
-    return float((EA * EA).sum()) / d, float((EB * EB).sum()) / d
+def _prior_step(denoiser: str, rho: float, d: int, rng, xp):
+    """The prior step that ``rho`` and ``denoiser`` name (module docstring)."""
+    if math.isinf(rho):
+        return gaussian_prior_step
+    if denoiser == "sampled":
+        return SampledPriorStep(d, rho, rng, xp=xp)
+    return partial(rect_prior_step if denoiser == "equalised" else tuned_prior_step, rho=rho)
 
 
 def _channel_step(X, z0, S_hat, g_prev, V, V_ons):
@@ -273,7 +275,7 @@ def _backward(X, g, S_hat, deltas):
     """
     xp, (n, T, d) = get_array_module(X), X.shape
     back = X.reshape(n * T, d).T @ (g @ X).reshape(n * T, d)
-    (A, B), (bA, bB) = _parts(S_hat), _parts(back - float(xp.einsum("naa->", g)) * xp.eye(d, dtype=X.dtype))
+    (A, B), (bA, bB) = parts(S_hat), parts(back - float(xp.einsum("naa->", g)) * xp.eye(d, dtype=X.dtype))
     g_sym = (g + xp.swapaxes(g, 1, 2)) / 2
     sq_A, sq = float(xp.sum(g_sym * g_sym)) / n, float(xp.sum(g * g)) / n
     noise = tuple(dl * dl * 2 * n / d**2 * q for dl, q in zip(deltas, (sq_A, sq - sq_A)))
@@ -297,13 +299,16 @@ def untied_gamp(X, y, rho: float, *, beta: float = 1.0, S=None, denoiser: str = 
         Inverse temperature of the softmax.
     S : array of shape (d, d), optional
         The teacher, to record the actual errors.
-    denoiser : {'equalised', 'tuned'}
+    denoiser : {'equalised', 'tuned', 'sampled'}
         Prior step for finite ``rho``: :func:`rect_prior_step` (Bayes-optimal for
         what it keeps; its state evolution is the upper end of
-        :func:`~aimlib.untied.bracket_untied`) or :func:`tuned_prior_step` (all the
-        information, errors estimated by Stein's formula).  Not used when ``rho = inf``.
+        :func:`~aimlib.untied.bracket_untied`), :func:`tuned_prior_step` (all the
+        information, errors estimated by Stein's formula) or
+        :class:`~aimlib.untied.SampledPriorStep` (the posterior mean, sampled; its
+        state evolution is :func:`~aimlib.untied.sampled_state_evolution`'s).
+        Not used when ``rho = inf``.
     seed : int or numpy.random.Generator, optional
-        For the equalising noise ``Z`` of the rectangular prior step.
+        For the equalising noise ``Z`` of the rectangular prior step, then the sampler's chain.
     damping : float in [0, 0.99]
         ``x <- (1 - damping) new + damping old`` for ``g`` (from the second
         iteration on), ``S_hat`` and the predicted errors, as in GAMP-RIE.
@@ -320,9 +325,8 @@ def untied_gamp(X, y, rho: float, *, beta: float = 1.0, S=None, denoiser: str = 
         S = xp.asarray(v.finite_array("S", S, ndim=2), dtype=X.dtype)
     if denoiser not in DENOISERS:
         raise ValueError(f"denoiser must be one of {DENOISERS}, got {denoiser!r}")
-    step = (gaussian_prior_step if math.isinf(rho) else
-            partial(rect_prior_step if denoiser == "equalised" else tuned_prior_step, rho=rho))
     Z = xp.asarray(rng.standard_normal((d, d)) / math.sqrt(d), dtype=X.dtype)
+    step = _prior_step(denoiser, rho, d, rng, xp)
     z0, S_hat, g = xp.log(y) / beta, xp.zeros((d, d), dtype=X.dtype), xp.zeros((n, T, T), dtype=X.dtype)
     V = V_ons = (0.5, 0.5)
     trace = {k: [] for k in ("V_A", "V_B", "Delta_A", "Delta_B", "E_A", "E_B")}
@@ -339,7 +343,7 @@ def untied_gamp(X, y, rho: float, *, beta: float = 1.0, S=None, denoiser: str = 
         if not all(math.isfinite(x) and x > 0 for x in V + V_ons):
             raise ConvergenceError(f"untied GAMP: predicted errors {V}, Onsager terms {V_ons} at iteration {it}; "
                                    "try a larger damping")
-        for key, val in zip(trace, (*V, *deltas, *(_errors(S_hat, S) if S is not None else ()))):
+        for key, val in zip(trace, (*V, *deltas, *(part_errors(S_hat, S) if S is not None else ()))):
             trace[key].append(val)
         if sum(V) < V_FLOOR:
             reason = "perfect"
@@ -348,7 +352,7 @@ def untied_gamp(X, y, rho: float, *, beta: float = 1.0, S=None, denoiser: str = 
             reason = "tol"
             break
     return UntiedGAMPResult(S_hat=to_host(S_hat), V=V, deltas=tuple(deltas),
-                            errors=None if S is None else _errors(S_hat, S), iterations=it,
+                            errors=None if S is None else part_errors(S_hat, S), iterations=it,
                             converged=reason != "max_iter", reason=reason,
                             seconds=time.perf_counter() - start, trace=trace)
 

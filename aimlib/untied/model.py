@@ -23,8 +23,8 @@ from ..channels import row_softmax
 from ..channels.softmax import check_beta
 from ..model import teacher_width
 
-__all__ = ["sample_teacher_untied", "untied_indices", "untied_softmax", "measurements_per_sample",
-           "sector_counts", "unknowns_fraction", "count_threshold"]
+__all__ = ["sample_teacher_untied", "parts", "part_errors", "untied_indices", "untied_softmax",
+           "measurements_per_sample", "sector_counts", "unknowns_fraction", "count_threshold"]
 
 
 def sample_teacher_untied(d: int, rho: float, seed=None):
@@ -41,6 +41,18 @@ def sample_teacher_untied(d: int, rho: float, seed=None):
     Qm = rng.standard_normal((d, r))
     Km = rng.standard_normal((d, r))
     return Qm @ Km.T / np.sqrt(r * d)
+
+
+def parts(M):
+    """``(A, B) = ((M + M^T)/2, (M - M^T)/2)``: the symmetric and antisymmetric parts of a square matrix."""
+    return (M + M.T) / 2, (M - M.T) / 2
+
+
+def part_errors(S_hat, S) -> tuple:
+    """``((1/d)||A_hat - A||^2, (1/d)||B_hat - B||^2)``: the errors of the two parts of ``S_hat``."""
+    EA, EB = parts(S_hat - S)
+    d = S.shape[0]
+    return float((EA * EA).sum()) / d, float((EB * EB).sum()) / d
 
 
 def untied_indices(X, S):
