@@ -123,23 +123,25 @@ def test_refusals(monkeypatch):
 
 
 def test_sampled_prior_step_predicts_its_error():
-    """The step's posterior variance is the planted chain's error, and the error of its mean (which carries
-    the chain's own noise on top) is close to it; a second call starts from the first one's state."""
+    """The step's posterior variance (its Onsager term) is the planted chain's error; its predicted error adds
+    the Monte Carlo error of the mean, and matches the actual error of the mean, over several calls (each
+    call starts from the last one's state)."""
     d, deltas = 30, (0.2, 0.7)
     Q, K, R = u.two_noise_problem(d, 0.5, deltas, seed=3, backend="numpy")
     S = Q @ K.T / math.sqrt(Q.shape[0] * Q.shape[1])
     step = u.SampledPriorStep(d, 0.5, seed=4)
-    step(R, deltas)
-    F, V, V_ons = step(R, deltas)
-    assert V == V_ons
-    assert V == pytest.approx(u.sample_two_noise(d, 0.5, deltas, seed=3).errors, rel=0.05)
-    actual = u.part_errors(F, S)
-    assert all(0.97 * v_s < a < 1.12 * v_s for a, v_s in zip(actual, V))
+    calls = [step(R, deltas) for _ in range(6)]
+    V, V_ons = (np.mean([c[k] for c in calls], axis=0) for k in (1, 2))
+    assert all(0 < vo < v < 1.1 * vo for v, vo in zip(V, V_ons))
+    assert V_ons == pytest.approx(u.sample_two_noise(d, 0.5, deltas, seed=3).errors, rel=0.05)
+    actual = np.mean([u.part_errors(c[0], S) for c in calls], axis=0)
+    assert actual == pytest.approx(V, rel=0.05)
 
 
 def test_sampled_gamp_lands_on_the_exact_state_evolution():
     """GAMP whose prior step is the sampled posterior mean reaches the sampled two-overlap fixed point
-    (means over three instances each, d = 30), and predicts its own error."""
+    (means over three instances each, d = 30), predicts its own error, and errs well below the equalised
+    GAMP's state evolution (the upper end of the bracket)."""
     alpha, T, d = 0.2, 2, 30
     runs = [u.run_untied_gamp(alpha, T, d, 0.5, seed=s, backend="numpy", denoiser="sampled", max_iter=40,
                               tol=1e-12) for s in range(3)]
@@ -147,9 +149,7 @@ def test_sampled_gamp_lands_on_the_exact_state_evolution():
     assert np.mean([r.mmse for r in runs]) == pytest.approx(exact, rel=0.08)
     assert np.mean([sum(r.V) for r in runs]) == pytest.approx(exact, rel=0.08)
     assert all(r.errors[0] < r.errors[1] for r in runs)
-    tuned = np.mean([u.run_untied_gamp(alpha, T, d, 0.5, seed=s, backend="numpy", denoiser="tuned").mmse
-                     for s in range(3)])
-    assert np.mean([r.mmse for r in runs]) < tuned
+    assert np.mean([r.mmse for r in runs]) < 0.8 * u.bracket_untied(alpha, T, 0.5)[1]   # the equalised GAMP's SE
 
 
 def test_sampled_gamp_on_the_device(strict_cupy):

@@ -48,6 +48,8 @@ MIN_ACCEPTANCE = 0.3
 TARGET_ACCEPTANCE = 0.75
 #: length of a leapfrog trajectory, in units of the prior's time scale
 TRAJECTORY = 1.5
+#: batches of the kept draws whose means give the Monte Carlo error of GAMP's sampled prior step
+N_BATCHES = 10
 
 
 def _deltas(deltas) -> tuple:
@@ -257,15 +259,18 @@ class SampledPriorStep:
 
     Called as ``step(R, deltas, noise, Z)`` by :func:`~aimlib.untied.untied_gamp`
     (``denoiser='sampled'``): runs :func:`hmc_chain` on the posterior of the
-    module docstring with noises ``deltas`` and returns ``(F, V, V)``, ``F`` the
-    mean of the draws after warm-up and ``V_s = (1/d)(mean ||Pi_s S_t||^2 -
-    ||Pi_s F||^2)`` the posterior variance of each part.  For a posterior mean
-    under Gaussian noise the Jacobian is the posterior covariance over the noise
-    variance, so ``V_ons,s = Delta_s div_s F/d^2`` is that same variance: the step
-    predicts its error and its Onsager term at once, as the Gaussian prior's
-    does.  There is no planted start here; the chain starts from a prior draw
-    and carries its last state over to the next call (the posterior moves little
-    between iterations).  ``noise`` and ``Z`` are not used.
+    module docstring with noises ``deltas`` and returns ``(F, V, V_ons)``, ``F``
+    the mean of the draws after warm-up.  For a posterior mean under Gaussian
+    noise the Jacobian is the posterior covariance over the noise variance, so
+    ``V_ons,s = Delta_s div_s F/d^2`` is the posterior variance of each part,
+    ``(1/d)(mean ||Pi_s S_t||^2 - ||Pi_s F||^2) + m_s``, and the error of ``F``
+    is that plus the Monte Carlo error ``m_s`` of the mean once more:
+    ``V = V_ons + m``, with ``m_s = (1/d) sum_k ||Pi_s(F_k - F)||^2/(K(K - 1))``
+    from the means ``F_k`` of ``K = N_BATCHES`` consecutive batches.  (The
+    chain's noise is independent of ``R``, so it adds to the error and not to
+    the divergence.)  There is no planted start here; the chain starts from a
+    prior draw and carries its last state over to the next call (the posterior
+    moves little between iterations).  ``noise`` and ``Z`` are not used.
     """
 
     def __init__(self, d: int, rho: float, seed=None, *, n_steps: int = 200, warmup: float = 0.3, xp=np):
@@ -276,20 +281,26 @@ class SampledPriorStep:
         self.Q, self.K = (xp.asarray(self.rng.standard_normal((d, r))) for _ in range(2))
 
     def __call__(self, R, deltas, noise=None, Z=None):
-        d, sums = R.shape[0], {"S": 0.0, "A": 0.0, "B": 0.0, "n": 0}
+        xp, d = get_array_module(R), R.shape[0]
+        n_kept = self.n_steps - self.n_warmup
+        sums, squares = xp.zeros((N_BATCHES, d, d), dtype=R.dtype), np.zeros((N_BATCHES, 2))
+        count = [0]
 
         def visit(S):
-            A, B = parts(S)
-            sums["S"], sums["n"] = sums["S"] + S, sums["n"] + 1
-            sums["A"], sums["B"] = sums["A"] + float((A * A).sum()), sums["B"] + float((B * B).sum())
+            k = count[0] * N_BATCHES // n_kept
+            sums[k] += S
+            squares[k] += [float((P * P).sum()) for P in parts(S)]
+            count[0] += 1
 
         step, n_leapfrog = _first_step(self.rho, deltas)
         self.Q, self.K, acc, _ = hmc_chain(self.Q, self.K, R, deltas, visit, n_steps=self.n_steps,
                                            n_warmup=self.n_warmup, step=step, n_leapfrog=n_leapfrog,
                                            seed=self.rng)
         _refuse(acc, f"in GAMP's prior step at deltas={tuple(deltas)}")
-        F = sums["S"] / sums["n"]
-        FA, FB = parts(F)
-        V = (max(sums["A"] / sums["n"] - float((FA * FA).sum()), 0.0) / d,
-             max(sums["B"] / sums["n"] - float((FB * FB).sum()), 0.0) / d)
-        return F, V, V
+        sizes = np.bincount(np.arange(n_kept) * N_BATCHES // n_kept, minlength=N_BATCHES)
+        F = sums.sum(axis=0) / n_kept
+        raw = squares.sum(axis=0) / n_kept - np.array([float((P * P).sum()) for P in parts(F)])
+        spread = [np.array([float((P * P).sum()) for P in parts(sums[k] / sizes[k] - F)]) for k in range(N_BATCHES)]
+        mc = np.sum(spread, axis=0) / (N_BATCHES * (N_BATCHES - 1))
+        post = np.maximum(raw + mc, 0.0) / d
+        return F, tuple(float(x) for x in post + mc / d), tuple(float(x) for x in post)
