@@ -108,6 +108,10 @@ def test_bad_inputs():
         u.sampled_state_evolution(-0.1, 2, 0.5, 10)
     with pytest.raises(ValueError, match="d"):
         u.two_noise_problem(1, 0.5, (0.3, 0.3))
+    with pytest.raises(ValueError, match="n_steps and warmup"):
+        u.SampledPriorStep(10, 0.5, n_steps=20, warmup=0.9)
+    with pytest.raises(ValueError, match="denoiser"):
+        u.run_untied_gamp(0.1, 2, 10, 0.5, denoiser="posterior")
 
 
 def test_refusals(monkeypatch):

@@ -17,6 +17,7 @@ so no spectral formula gives this error.  Its posterior on the factors is
 Nishimori identity the planted factors are themselves a draw from the posterior,
 so a chain that leaves it invariant, started there, is in equilibrium from the
 first step (no metastable state can hold it), and for a posterior draw ``S_t``
+that has decorrelated from the start
 
 .. math::  \mathrm{mmse}_s = \tfrac1{2d}\,\mathbb E\|\Pi_s(S_t - S)\|^2 .
 
@@ -277,6 +278,9 @@ class SampledPriorStep:
         self.rho, self.rng = v.rho(rho), v.generator(seed)
         self.n_steps = v.integer("n_steps", n_steps, minimum=20)
         self.n_warmup = int(v.in_range("warmup", warmup, 0.0, 0.9) * self.n_steps)
+        if self.n_steps - self.n_warmup < N_BATCHES:
+            raise ValueError(f"n_steps and warmup must keep at least {N_BATCHES} draws after the warm-up "
+                             f"(one per batch), got n_steps={self.n_steps}, warmup={warmup}")
         r = teacher_width(d, self.rho)
         self.Q, self.K = (xp.asarray(self.rng.standard_normal((d, r))) for _ in range(2))
 
