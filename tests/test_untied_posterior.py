@@ -45,7 +45,7 @@ def test_planted_chain_agrees_with_a_chain_from_a_random_start():
     d, deltas = 36, (0.15, 0.65)
     rng = np.random.default_rng(7)
     Q, K, R = u.two_noise_problem(d, 0.5, deltas, rng, backend="numpy")
-    S = Q @ K.T / math.sqrt(Q.shape[0] * Q.shape[1])
+    S = u.factor_product(Q, K)
     opts = dict(n_steps=600, n_warmup=200, step=0.05, n_leapfrog=30)
     planted, acc1, _ = u.hmc_errors(Q, K, R, deltas, seed=1, **opts)
     Q1, K1 = rng.standard_normal(Q.shape), rng.standard_normal(K.shape)
@@ -132,7 +132,7 @@ def test_sampled_prior_step_predicts_its_error():
     call starts from the last one's state)."""
     d, deltas = 30, (0.2, 0.7)
     Q, K, R = u.two_noise_problem(d, 0.5, deltas, seed=3, backend="numpy")
-    S = Q @ K.T / math.sqrt(Q.shape[0] * Q.shape[1])
+    S = u.factor_product(Q, K)
     step = u.SampledPriorStep(d, 0.5, seed=4)
     calls = [step(R, deltas) for _ in range(6)]
     V, V_ons = (np.mean([c[k] for c in calls], axis=0) for k in (1, 2))
@@ -167,3 +167,15 @@ def test_sampled_gamp_on_the_device(strict_cupy):
                         max_iter=3)
     assert isinstance(dev.S_hat, np.ndarray)
     assert np.allclose(dev.S_hat, host.S_hat, atol=1e-9)
+
+
+def test_parts_split_the_matrix_orthogonally():
+    """``A + B = M`` and ``||A||^2 + ||B||^2 = ||M||^2`` (the two parts are orthogonal); ``factor_product`` has the
+    teacher's scale ``(1/d)||S||^2 -> 1``."""
+    M = np.random.default_rng(0).standard_normal((7, 7))
+    A, B = u.parts(M)
+    assert np.allclose(A + B, M) and np.allclose(A, A.T) and np.allclose(B, -B.T)
+    assert sum(u.part_norms(M)) == pytest.approx(float((M * M).sum()), rel=1e-12)
+    Q, K, _ = u.two_noise_problem(400, 0.5, (1.0, 1.0), seed=1, backend="numpy")
+    S = u.factor_product(Q, K)
+    assert float((S * S).sum()) / 400 == pytest.approx(1.0, abs=0.02)

@@ -13,8 +13,8 @@ from .denoising import (mmse_rect, oracle_curve, oracle_error, rect_shrinkage, r
 from .gamp import (UntiedGAMPResult, channel_matrices, gaussian_prior_step, rect_prior_step, run_untied_gamp,
                    sector_deltas, sector_projector, shift_basis, sure_errors, tuned_prior_step, untied_g_out,
                    untied_gamp)
-from .model import (count_threshold, measurements_per_sample, part_errors, parts, sample_teacher_untied,
-                    sector_counts, unknowns_fraction, untied_indices, untied_softmax)
+from .model import (count_threshold, factor_product, measurements_per_sample, part_errors, part_norms,
+                    parts, sample_teacher_untied, sector_counts, unknowns_fraction, untied_indices, untied_softmax)
 from .posterior import (SampledPriorStep, SampledSE, TwoNoiseResult, hmc_chain, hmc_errors, sample_two_noise,
                         sampled_state_evolution, two_noise_problem)
 from .state_evolution import (bracket_untied, curve_untied, gaussian_sectors, make_comparison, output_coefficients,
@@ -23,8 +23,8 @@ from .student import fit_student, recovery_table, row_differences
 
 __all__ = [
     # model
-    "sample_teacher_untied", "parts", "part_errors", "untied_indices", "untied_softmax", "measurements_per_sample",
-    "sector_counts", "unknowns_fraction", "count_threshold",
+    "factor_product", "sample_teacher_untied", "parts", "part_norms", "part_errors", "untied_indices",
+    "untied_softmax", "measurements_per_sample", "sector_counts", "unknowns_fraction", "count_threshold",
     # denoising
     "sample_denoising_untied", "oracle_error", "oracle_curve", "rie_rect", "singular_stieltjes",
     "singular_density", "singular_hilbert", "rect_shrinkage", "spectral_divergences", "mmse_rect",

@@ -37,9 +37,10 @@ uses and the Onsager terms ``V_ons,s = Delta_s div_s f / d^2``:
   that minimises Stein's estimate of its error, ``V`` from that estimate
   (:func:`tuned_prior_step`);
 * ``denoiser='sampled'``: the posterior mean under the two noises, by Hamiltonian
-  Monte Carlo, ``V = V_ons`` its posterior variance
-  (:class:`~aimlib.untied.SampledPriorStep`): Bayes-optimal up to the sampling,
-  so its state evolution is the exact two-overlap one.
+  Monte Carlo, ``V_ons`` its posterior variance and ``V`` that plus the Monte
+  Carlo error of the mean (:class:`~aimlib.untied.SampledPriorStep`):
+  Bayes-optimal up to the sampling, so its state evolution is the exact
+  two-overlap one.
 
 The divergences of the spectral maps on the two parts come from
 :func:`~aimlib.untied.spectral_divergences`.
@@ -57,7 +58,7 @@ from .. import _validate as v
 from ..backend import get_array_module, module_named, to_host
 from ..errors import ConvergenceError
 from .denoising import mmse_rect, rect_shrinkage, spectral_divergences
-from .model import part_errors, parts, sample_teacher_untied, untied_indices, untied_softmax
+from .model import part_errors, part_norms, parts, sample_teacher_untied, untied_indices, untied_softmax
 from .posterior import SampledPriorStep
 
 __all__ = ["shift_basis", "sector_projector", "channel_matrices", "sector_deltas", "untied_g_out",
@@ -169,7 +170,7 @@ def sure_errors(R, F, deltas, divs) -> tuple:
     ``E||Pi_s(F - S)||^2 = E||Pi_s(F - R)||^2 + 2 (Delta_s/d) div_s F - n_s Delta_s/d``.
     """
     d = R.shape[0]
-    res = [float((P * P).sum()) for P in parts(F - R)]
+    res = part_norms(F - R)
     return tuple((q + 2 * dl / d * dv - n_s * dl / d) / d for q, dl, dv, n_s in zip(res, deltas, divs, _dims(d)))
 
 

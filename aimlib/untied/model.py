@@ -23,8 +23,14 @@ from ..channels import row_softmax
 from ..channels.softmax import check_beta
 from ..model import teacher_width
 
-__all__ = ["sample_teacher_untied", "parts", "part_errors", "untied_indices", "untied_softmax",
+__all__ = ["factor_product", "sample_teacher_untied", "parts", "part_norms", "part_errors", "untied_indices",
+           "untied_softmax",
            "measurements_per_sample", "sector_counts", "unknowns_fraction", "count_threshold"]
+
+
+def factor_product(Q, K):
+    """``S = Q K^T / sqrt(r d)`` for factors ``Q, K`` of shape ``(d, r)``: the untied key-query matrix."""
+    return Q @ K.T / math.sqrt(Q.shape[0] * Q.shape[1])
 
 
 def sample_teacher_untied(d: int, rho: float, seed=None):
@@ -40,7 +46,7 @@ def sample_teacher_untied(d: int, rho: float, seed=None):
     r = teacher_width(d, rho)
     Qm = rng.standard_normal((d, r))
     Km = rng.standard_normal((d, r))
-    return Qm @ Km.T / np.sqrt(r * d)
+    return factor_product(Qm, Km)
 
 
 def parts(M):
@@ -48,11 +54,14 @@ def parts(M):
     return (M + M.T) / 2, (M - M.T) / 2
 
 
+def part_norms(M) -> tuple:
+    """``(||A||_F^2, ||B||_F^2)`` of the two parts of ``M`` (:func:`parts`), as floats."""
+    return tuple(float((P * P).sum()) for P in parts(M))
+
+
 def part_errors(S_hat, S) -> tuple:
     """``((1/d)||A_hat - A||^2, (1/d)||B_hat - B||^2)``: the errors of the two parts of ``S_hat``."""
-    EA, EB = parts(S_hat - S)
-    d = S.shape[0]
-    return float((EA * EA).sum()) / d, float((EB * EB).sum()) / d
+    return tuple(x / S.shape[0] for x in part_norms(S_hat - S))
 
 
 def untied_indices(X, S):

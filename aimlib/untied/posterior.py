@@ -37,7 +37,7 @@ from .. import _validate as v
 from ..backend import get_array_module, module_named
 from ..errors import ConvergenceError
 from ..model import teacher_width
-from .model import count_threshold, part_errors, parts
+from .model import count_threshold, factor_product, part_errors, part_norms, parts
 from .state_evolution import sector_qhat
 
 __all__ = ["two_noise_problem", "hmc_chain", "hmc_errors", "TwoNoiseResult", "sample_two_noise", "SampledSE",
@@ -77,7 +77,7 @@ def two_noise_problem(d: int, rho: float, deltas, seed=None, *, backend: str | N
     r = teacher_width(d, rho)
     Q, K = rng.standard_normal((d, r)), rng.standard_normal((d, r))
     G1, G2 = rng.standard_normal((2, d, d)) / math.sqrt(d)
-    R = Q @ K.T / math.sqrt(r * d) + math.sqrt(dA) * parts(G1)[0] + math.sqrt(dB) * parts(G2)[1]
+    R = factor_product(Q, K) + math.sqrt(dA) * parts(G1)[0] + math.sqrt(dB) * parts(G2)[1]
     return xp.asarray(Q), xp.asarray(K), xp.asarray(R)
 
 
@@ -139,7 +139,7 @@ def hmc_errors(Q, K, R, deltas, *, reference=None, **chain):
     ``reference`` defaults to the start ``Q K^T/sqrt(r d)`` (planted).  Returns
     ``(errors, acceptance, step)``, ``errors`` of shape ``(n_steps - n_warmup, 2)``.
     """
-    S0 = Q @ K.T / math.sqrt(Q.shape[0] * Q.shape[1]) if reference is None else reference
+    S0 = factor_product(Q, K) if reference is None else reference
     errors = []
     *_, acc, step = hmc_chain(Q, K, R, deltas, lambda S: errors.append([e / 2 for e in part_errors(S, S0)]),
                               **chain)
@@ -162,7 +162,7 @@ class TwoNoiseResult:
     errors : tuple
         ``(mmse_A, mmse_B)``, the chain averages of the module docstring.
     stderr : tuple
-        Their standard errors from ten batch means (the spread of the chain; the
+        Their standard errors from ``N_BATCHES`` batch means (the spread of the chain; the
         spread over instances, of order ``1/d``, is larger).
     acceptance, step, n_leapfrog, seconds
         Mean acceptance after warm-up, the tuned step size, leapfrog steps per trajectory, run time.
@@ -198,7 +198,7 @@ def sample_two_noise(d: int, rho: float, deltas, *, seed=None, n_steps: int = 30
     errors, acc, step = hmc_errors(Q, K, R, deltas, n_steps=n_steps, n_warmup=n_warm, step=step,
                                    n_leapfrog=n_leapfrog, seed=rng)
     _refuse(acc, f"at deltas={deltas}, d={d}; try a longer warmup")
-    batches = np.array([b.mean(axis=0) for b in np.array_split(errors, 10)])
+    batches = np.array([b.mean(axis=0) for b in np.array_split(errors, N_BATCHES)])
     return TwoNoiseResult(errors=tuple(float(x) for x in errors.mean(axis=0)),
                           stderr=tuple(float(x) for x in batches.std(axis=0) / math.sqrt(len(batches))),
                           acceptance=acc, step=step, n_leapfrog=n_leapfrog, seconds=time.perf_counter() - start)
@@ -237,19 +237,19 @@ def sampled_state_evolution(alpha: float, T: int, rho: float, d: int, *, seed=No
     """
     alpha, T, rho = v.positive("alpha", alpha), v.integer("T", T, minimum=2), v.rho(rho)
     tol, max_iter = v.positive("tol", tol), v.integer("max_iter", max_iter, minimum=10)
+    if alpha >= count_threshold(rho, T):
+        return SampledSE(V=(0.0, 0.0), iterations=0, trace=np.zeros((0, 4)), seconds=0.0)
     if not isinstance(seed, (int, np.integer)):          # one instance for every iteration
         seed = int(v.generator(seed).integers(2**63))
     start, VA, VB, trace = time.perf_counter(), 0.5, 0.5, []
-    if alpha >= count_threshold(rho, T):
-        return SampledSE(V=(0.0, 0.0), iterations=0, trace=np.zeros((0, 4)), seconds=0.0)
     for it in range(1, max_iter + 1):
         deltas = tuple(2.0 / q for q in sector_qhat(VA, VB, alpha, T))
         VA, VB = sample_two_noise(d, rho, deltas, seed=seed, **sampler).errors
         trace.append((VA, VB, *deltas))
         totals = np.array(trace)[:, :2].sum(axis=1)
         if it >= 10 and abs(totals[-5:].mean() - totals[-10:-5].mean()) < tol * totals[-5:].mean():
-            last = np.array(trace)[-5:, :2].mean(axis=0)
-            return SampledSE(V=(float(last[0]), float(last[1])), iterations=it, trace=np.array(trace),
+            VA, VB = np.array(trace)[-5:, :2].mean(axis=0)
+            return SampledSE(V=(float(VA), float(VB)), iterations=it, trace=np.array(trace),
                              seconds=time.perf_counter() - start)
     raise ConvergenceError(f"sampled untied SE: no fixed point within {max_iter} iterations at alpha={alpha:g}, "
                            f"T={T}, d={d} (last V = {VA + VB:.4g})")
@@ -288,23 +288,22 @@ class SampledPriorStep:
         xp, d = get_array_module(R), R.shape[0]
         n_kept = self.n_steps - self.n_warmup
         sums, squares = xp.zeros((N_BATCHES, d, d), dtype=R.dtype), np.zeros((N_BATCHES, 2))
-        count = [0]
+        sizes = np.zeros(N_BATCHES, dtype=int)
 
         def visit(S):
-            k = count[0] * N_BATCHES // n_kept
+            k = sizes.sum() * N_BATCHES // n_kept
             sums[k] += S
-            squares[k] += [float((P * P).sum()) for P in parts(S)]
-            count[0] += 1
+            squares[k] += part_norms(S)
+            sizes[k] += 1
 
         step, n_leapfrog = _first_step(self.rho, deltas)
         self.Q, self.K, acc, _ = hmc_chain(self.Q, self.K, R, deltas, visit, n_steps=self.n_steps,
                                            n_warmup=self.n_warmup, step=step, n_leapfrog=n_leapfrog,
                                            seed=self.rng)
         _refuse(acc, f"in GAMP's prior step at deltas={tuple(deltas)}")
-        sizes = np.bincount(np.arange(n_kept) * N_BATCHES // n_kept, minlength=N_BATCHES)
         F = sums.sum(axis=0) / n_kept
-        raw = squares.sum(axis=0) / n_kept - np.array([float((P * P).sum()) for P in parts(F)])
-        spread = [np.array([float((P * P).sum()) for P in parts(sums[k] / sizes[k] - F)]) for k in range(N_BATCHES)]
-        mc = np.sum(spread, axis=0) / (N_BATCHES * (N_BATCHES - 1))
+        raw = squares.sum(axis=0) / n_kept - np.array(part_norms(F))
+        batch_spread = np.sum([part_norms(sums[k] / sizes[k] - F) for k in range(N_BATCHES)], axis=0)
+        mc = batch_spread / (N_BATCHES * (N_BATCHES - 1))
         post = np.maximum(raw + mc, 0.0) / d
         return F, tuple(float(x) for x in post + mc / d), tuple(float(x) for x in post)

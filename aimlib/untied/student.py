@@ -15,7 +15,7 @@ from scipy.optimize import minimize
 
 from .. import _validate as v
 from ..model import sample_teacher, teacher_width
-from .model import sample_teacher_untied, untied_indices
+from .model import factor_product, sample_teacher_untied, untied_indices
 
 __all__ = ["row_differences", "fit_student", "recovery_table"]
 
@@ -59,7 +59,7 @@ def fit_student(X, m, r: int, *, tied: bool = False, seed=None, init_scale: floa
 
     def fg(p):
         Q, K = factors(p)
-        loss, G = _loss_and_gradient(Q @ K.T / scale, X, m)
+        loss, G = _loss_and_gradient(factor_product(Q, K), X, m)
         gQ, gK = G @ K / scale, G.T @ Q / scale
         return loss, ((gQ + gK).ravel() if tied else np.concatenate([gQ.ravel(), gK.ravel()]))
 
@@ -68,7 +68,7 @@ def fit_student(X, m, r: int, *, tied: bool = False, seed=None, init_scale: floa
                    options={"maxiter": v.integer("max_iter", max_iter, minimum=1), "gtol": 1e-10,
                             "ftol": 1e-15})
     Q, K = factors(res.x)
-    return Q @ K.T / scale, float(res.fun)
+    return factor_product(Q, K), float(res.fun)
 
 
 PAIRS = ((1, 1), (1, 0), (0, 1), (0, 0))   # (teacher tied, student tied)
