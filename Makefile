@@ -67,13 +67,17 @@ app: $(VENV)/.installed
 	  --VoilaConfiguration.extension_denylist=jupyterlab-jupytext
 
 # Live mode: the built book on http://127.0.0.1:$(LIVE_PORT) and jupyter_server on
-# 127.0.0.1:$(KERNEL_PORT) with a fresh token that only the book's address is given
-# (book/_ext/live_server.py); "Live" on a page runs its panels in that kernel.
+# 127.0.0.1:$(KERNEL_PORT) with a fresh token that only the browser opening the printed
+# one-time address is given (book/_ext/live_server.py); "Live" on a page runs its panels
+# in that kernel. As root it refuses to start unless LIVE_ALLOW_ROOT=1 (the kernels would
+# run the reader's code as root).
 LIVE_PORT   ?= 8000
 KERNEL_PORT ?= 8889
+LIVE_ALLOW_ROOT ?=
 live: $(VENV)/.installed
 	@test -f $(BUILD)/html/index.html || $(MAKE) book PYTHON=$(PYTHON)
-	$(PY) book/_ext/live_server.py --html $(BUILD)/html --port $(LIVE_PORT) --kernel-port $(KERNEL_PORT)
+	$(PY) book/_ext/live_server.py --html $(BUILD)/html --port $(LIVE_PORT) --kernel-port $(KERNEL_PORT) \
+	  $(if $(filter 1,$(LIVE_ALLOW_ROOT)),--allow-root)
 
 lab: $(VENV)/.installed
 	$(VENV)/bin/jupytext --sync book/*.md

@@ -4,9 +4,11 @@ Every page with code cells loads ``static/aim-live.js`` (and its stylesheet).
 The script adds a "Live" button above the page's first code cell and, at
 each panel (a cell whose output is an ipywidgets view), a notice that the
 panel is a snapshot and how to make it live (``make live``, ``make app``,
-``make lab``).  It requests nothing on page load: only a press of "Live"
-reads the live server's ``_live/config.json`` (served by
-``book/_ext/live_server.py``, started by ``make live``) and then loads Thebe
+``make lab``).  On a page opened at the live address that ``make live``
+prints (``book/_ext/live_server.py``), it exchanges the address's one-time
+secret for the live server's session cookie; otherwise it requests nothing
+on page load.  A press of "Live" reads the live server's
+``_live/config.json`` (answered to that cookie alone) and then loads Thebe
 0.9 (vendored by the Makefile into ``_static/thebe``), which bundles the
 ipywidgets 8 manager of JupyterLab.
 """

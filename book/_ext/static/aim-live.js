@@ -1,14 +1,20 @@
 /* Live mode of the built book (book/_ext/aim_live.py adds this script to pages with code cells).
  *
- * On load the script only changes the page: a "Live" bar above the first code cell and, at each
+ * On load the script changes the page: a "Live" bar above the first code cell and, at each
  * panel (a cell whose output holds an ipywidgets view), a notice that the panel is a snapshot
- * and how to make it live. It requests nothing until "Live" is pressed; then it
- *   1. reads <site>/_live/config.json, which only the live server (`make live`,
- *      book/_ext/live_server.py) answers: the kernel server's URL and token;
+ * and how to make it live. If the page was opened at the live address that `make live` prints
+ * (book/_ext/live_server.py), whose fragment is #live=<one-time secret>, the script removes the
+ * fragment from the address bar and exchanges the secret at <site>/_live/session for the
+ * live server's session key, kept in this origin's localStorage (no other port can read it);
+ * otherwise it requests nothing until "Live" is pressed. Then it
+ *   1. reads <site>/_live/config.json, which only the live server answers, and only to a
+ *      request carrying the session key in its X-AIM-Live-Session header: the kernel
+ *      server's URL and token;
  *   2. loads Thebe 0.9 from _static/thebe (vendored; it bundles JupyterLab's ipywidgets 8
  *      manager) and turns the page's code cells into cells of a kernel session;
  *   3. runs the cells of the page's opening section (its imports) and the panel cells, so
  *      that the panels are drawn by the kernel; every other cell gets a "run" button.
+ * When the page goes away (pagehide) its kernel is shut down.
  * Thebe fetches require.js from a CDN before its first widget, even for the built-in ones;
  * that one URL is answered with the vendored copy (_static/widgets/require.js).
  */
@@ -16,12 +22,40 @@
   "use strict";
   var STATIC = document.currentScript.src.replace(/[^/]*$/, "");
   var CONFIG_URL = new URL("../_live/config.json", STATIC).href;
+  var SESSION_URL = new URL("../_live/session", STATIC).href;
+  var SESSION_KEY = "aim-live-session";   /* localStorage item of this origin */
   var THEBE_REQUIREJS = "https://cdnjs.cloudflare.com/ajax/libs/require.js/2.3.6/require.min.js";
   var WIDGET_VIEW = 'script[type="application/vnd.jupyter.widget-view+json"]';
   var HOW = "run <code>make live</code> in the repository and open the book at the address it " +
     "prints, then press <b>Live</b>; or open the chapter as a notebook (<code>make lab</code>) " +
     "or the playground as an app (<code>make app</code>).";
-  var state = { started: false, status: [], buttons: [] };
+  var state = { started: false, status: [], buttons: [], session: null, kernelGone: false };
+
+  /* The live address's one-time secret, if the page was opened there: taken out of the address
+   * bar and exchanged for the session key, which is stored (a promise that always resolves). */
+  function redeemSecret() {
+    var match = /^#live=([A-Za-z0-9_-]+)$/.exec(location.hash);
+    if (!match) return Promise.resolve();
+    history.replaceState(history.state, "", location.pathname + location.search);
+    return fetch(SESSION_URL, { method: "POST", body: match[1], credentials: "omit",
+                                headers: { "Content-Type": "text/plain" } })
+      .then(function (r) { return r.ok ? r.json() : null; })
+      .then(function (answer) { if (answer) localStorage.setItem(SESSION_KEY, answer.session); })
+      .catch(function () { return null; });
+  }
+
+  /* Shut the kernel down when the page goes away; reload the page if it comes back from the
+   * back-forward cache without it. */
+  function shutDownOnLeave(config, kernelId) {
+    window.addEventListener("pagehide", function () {
+      state.kernelGone = true;
+      fetch(config.baseUrl + "api/kernels/" + encodeURIComponent(kernelId), {
+        method: "DELETE", keepalive: true, headers: { Authorization: "token " + config.token } });
+    });
+    window.addEventListener("pageshow", function (event) {
+      if (event.persisted && state.kernelGone) location.reload();
+    });
+  }
 
   function codeCells() {
     return Array.prototype.filter.call(document.querySelectorAll("article div.cell"), function (c) {
@@ -139,6 +173,7 @@
       kernelOptions: { kernelName: config.kernelName, path: "/" + pageName() + ".ipynb" },
     });
     if (!live.session) throw new Error("the kernel server gave no session");
+    shutDownOnLeave(config, live.session.kernel.id);
     var notebook = live.notebook;
     for (var k = 0; k < toRun.length; k++) {
       say("Running the cells the panels need (" + (k + 1) + " of " + toRun.length + ")&hellip;", "busy");
@@ -155,9 +190,12 @@
     state.started = true;
     state.buttons.forEach(function (b) { b.disabled = true; });
     say("Looking for the live server&hellip;", "busy");
-    var config = null;
+    var config = null, refused = false;
     try {
-      var response = await fetch(CONFIG_URL, { cache: "no-store" });
+      await state.session;
+      var response = await fetch(CONFIG_URL, { cache: "no-store", credentials: "omit",
+        headers: { "X-AIM-Live-Session": localStorage.getItem(SESSION_KEY) || "" } });
+      refused = response.status === 403;
       if (response.ok) config = await response.json();
     } catch (err) {
       config = null;
@@ -165,7 +203,11 @@
     if (!config) {
       state.started = false;
       state.buttons.forEach(function (b) { b.disabled = false; });
-      say("No live server answered here. To make the panels live, " + HOW, "error");
+      say(refused
+        ? "The live server answers only the browser that opened the address <code>make live</code> " +
+          "printed (each address works once): open that address, or restart <code>make live</code> " +
+          "for a new one."
+        : "No live server answered here. To make the panels live, " + HOW, "error");
       return;
     }
     try {
@@ -177,6 +219,7 @@
     }
   }
 
+  state.session = redeemSecret();
   if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", setup);
   } else {
