@@ -787,8 +787,10 @@ def test_gaussian_tokens_keep_the_keys_and_other_laws_change_them():
     assert runs[2].tokens == (("name", "sparse"), ("p", 0.3))
     # defaults written out give the same run; the state evolution has no token law
     assert expand(dict(AMP_TINY, tokens={"name": "sparse"}))[0].key == runs[3].key
-    se_runs = expand(dict(AMP_TINY, method=["se", "amp"], tokens=laws))
-    assert sum(r.method == "se" for r in se_runs) == 1
+    se_runs = expand(dict(AMP_TINY, method=["se", "amp"], tokens="gaussian"))
+    assert [r.tokens for r in se_runs] == [None, None]
+    with pytest.raises(SpecError, match="spec field 'tokens': method 'se'.*Gaussian"):
+        expand(dict(AMP_TINY, method=["se", "amp"], tokens=laws))
     spec = SweepSpec.from_dict(dict(AMP_TINY, tokens=laws))
     assert SweepSpec.from_dict(spec.to_dict()) == spec
 

@@ -24,7 +24,9 @@ Modules
     :func:`load_spec`) and :func:`expand`, which turns a spec into a list of
     :class:`Run`, ordered method by method and, inside a method, seed by seed
     (a partly finished sweep of many seeds holds whole figures of the first
-    seeds); :mod:`~aimlib.sweep.options` holds the per-method options;
+    seeds); :mod:`~aimlib.sweep.options` holds the per-method options and
+    :mod:`~aimlib.sweep.specfile` reads a spec file (no YAML anchors, aliases,
+    repeated keys or deep nesting);
 :mod:`~aimlib.sweep.keys`
     :class:`Run` and its stable *run key* (:func:`run_key`): runs with equal
     keys are merged, and a key does not depend on the spec's layout, on
@@ -35,12 +37,18 @@ Modules
     the results file (:data:`COLUMNS`, :func:`read_results`): appended to one
     ``fsync``-ed line at a time under a lock, resumable after a crash, and
     never written unless its header is the sweep's own;
+:mod:`~aimlib.sweep.diskio`
+    whole-line appends and atomic replacements; a write that fails (a full
+    disk) leaves no partial row and raises :class:`StorageError`;
 :mod:`~aimlib.sweep.schedulers`
-    a local process pool (default), serial, or a Dask cluster;
+    a local process pool (default), serial, or a Dask cluster (``'local'``:
+    on ``127.0.0.1`` only, TLS with temporary credentials, no dashboard);
 :mod:`~aimlib.sweep.driver`
     :func:`run_sweep`, which computes the runs a results file lacks;
 :mod:`~aimlib.sweep.failures`
-    the runs that failed, with their messages, beside the results file.
+    the runs that failed, with their messages, beside the results file (a
+    foreign file of that name is refused before any run, like a foreign
+    results file).
 
 Rows already in the file are not recomputed, so rerunning a finished sweep
 computes nothing and enlarging a spec computes only the new runs.  When every
@@ -76,12 +84,16 @@ Command line::
     python -m aimlib sweep sweeps/softmax_se.yaml --out sweeps/softmax_se.csv [--scheduler ADDRESS]
         [--workers N] [--no-progress] [--dry-run]
 
-Requirements: ``pyyaml`` for YAML files, ``tqdm`` for the progress bar and
-``dask[distributed]`` for the Dask schedulers (``pip install -e .[sweep]``);
-none is needed to build a spec in Python and run it on the process pool.
+``--workers`` is at most the number of CPUs (:func:`check_workers`).
+
+Requirements: ``pyyaml`` for YAML files, ``tqdm`` for the progress bar,
+``dask[distributed]`` for the Dask schedulers and ``cryptography`` for the
+credentials of ``'local'`` (``pip install -e .[sweep]``); none is needed to
+build a spec in Python and run it on the process pool.
 """
-from .driver import SweepReport, load_results, run_sweep
-from .failures import failures_path, load_failures
+from .diskio import StorageError
+from .driver import SweepReport, check_workers, load_results, run_sweep
+from .failures import check_failures_file, failures_path, load_failures
 from .fields import SpecError
 from .keys import Run, run_key
 from .options import DEFAULTS, METHODS, OPTIONS
@@ -93,6 +105,9 @@ __all__ = [
     "load_results",
     "load_failures",
     "failures_path",
+    "check_failures_file",
+    "check_workers",
+    "StorageError",
     "SpecError",
     "SweepSpec",
     "Run",

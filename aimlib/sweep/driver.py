@@ -1,6 +1,7 @@
 """The sweep driver: compute the runs a results file lacks, one row per finished run."""
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import warnings
@@ -9,7 +10,7 @@ from pathlib import Path
 
 from .. import _validate
 from . import schedulers
-from .failures import failures_path, record_failures
+from .failures import check_failures_file, failures_path, record_failures
 from .spec import expand, load_spec
 from .store import ResultsFile, read_results, stored_keys
 
@@ -79,12 +80,23 @@ def _execute():
     return execute
 
 
-def _runner(todo: list, scheduler, workers: int, threads: int):
+def _is_dask(scheduler) -> bool:
+    return scheduler not in (None, "processes", "serial")
+
+
+def _connection(scheduler, todo: list, workers: int, threads: int):
+    """A context giving the Dask client of ``scheduler`` (connected now), or ``None``."""
+    if todo and _is_dask(scheduler):
+        return schedulers.dask_client(scheduler, min(workers, len(todo)), threads)
+    return contextlib.nullcontext()
+
+
+def _runner(todo: list, scheduler, client, workers: int, threads: int):
     """The scheduler's generator of ``(run, row or exception)`` for the runs ``todo``."""
     execute = _execute()
     workers = min(workers, len(todo))
-    if scheduler not in (None, "processes", "serial"):
-        return schedulers.dask(execute, todo, scheduler, workers, threads)
+    if _is_dask(scheduler):
+        return schedulers.dask(execute, todo, client)
     if scheduler == "serial" or workers == 1:
         return schedulers.serial(execute, todo)
     return schedulers.process_pool(execute, todo, workers, threads)
@@ -107,11 +119,24 @@ def _compute(results: ResultsFile, report: SweepReport, bar, runner):
         bar.close()
 
 
+def check_workers(name: str, workers) -> int:
+    """``workers`` if it is an integer from 1 to the CPUs, else a ``ValueError`` naming ``name``.
+
+    Each local worker is a Python process of about 100 MB, so more of them than
+    CPUs only costs memory.
+    """
+    cpus = os.cpu_count() or 1
+    workers = _validate.integer(name, workers)
+    if not 1 <= workers <= cpus:
+        raise ValueError(f"{name} must be between 1 and {cpus} (the CPUs of this machine; each "
+                         f"worker is a process of ~100 MB), got {workers}; pass {name} {cpus} "
+                         "or fewer")
+    return workers
+
+
 def _check_arguments(out, scheduler, workers, threads_per_worker) -> tuple[Path, int]:
     path = _validate.output_file("out", out)
-    if workers is None:
-        workers = os.cpu_count() or 1
-    workers = _validate.integer("workers", workers, 1)
+    workers = check_workers("workers", os.cpu_count() or 1 if workers is None else workers)
     _validate.integer("threads_per_worker", threads_per_worker, 1)
     if isinstance(scheduler, str) and not (scheduler in _SCHEDULER_NAMES or "://" in scheduler):
         raise ValueError(f"scheduler must be 'serial', 'local', 'processes' or an address like "
@@ -134,7 +159,8 @@ def run_sweep(spec, out, *, scheduler=None, workers: int | None = None,
         Where to run (see :mod:`aimlib.sweep.schedulers`).  ``None``: a local
         process pool (serial if ``workers == 1``).
     workers : int, optional
-        Worker processes for the process pool and ``'local'`` (default: CPUs).
+        Worker processes for the process pool and ``'local'``, from 1 to the
+        number of CPUs (:func:`check_workers`; default: CPUs).
     threads_per_worker : int
         BLAS threads per local worker (default 1).
     progress : bool
@@ -153,22 +179,25 @@ def run_sweep(spec, out, *, scheduler=None, workers: int | None = None,
     path, workers = _check_arguments(out, scheduler, workers, threads_per_worker)
     runs = expand(spec)
     keys = [r.key for r in runs]
+    check_failures_file(path)
+    have = stored_keys(path)  # refuses a foreign file before anything starts
+    pending = [r for r in runs if r.key not in have]
     if dry_run:
-        have = stored_keys(path)
-        return SweepReport(path, len(runs), sum(k in have for k in keys),
+        return SweepReport(path, len(runs), len(runs) - len(pending),
                            seconds=time.perf_counter() - t0, keys=keys)
-    results = ResultsFile(path)
-    try:
-        todo = [r for r in runs if r.key not in results.lines]
-        report = SweepReport(path, len(runs), len(runs) - len(todo), keys=keys)
-        if todo:
-            runner = _runner(todo, scheduler, workers, threads_per_worker)
-            bar = _progress(len(runs), report.n_cached, spec.name or path.stem, progress)
-            _compute(results, report, bar, runner)
-        if sort and all(k in results.lines for k in keys) and results.order[: len(keys)] != keys:
-            results.rewrite(keys)
-    finally:
-        results.close()
+    with _connection(scheduler, pending, workers, threads_per_worker) as client:
+        results = ResultsFile(path)
+        try:
+            todo = [r for r in pending if r.key not in results.lines]
+            report = SweepReport(path, len(runs), len(runs) - len(todo), keys=keys)
+            if todo:
+                runner = _runner(todo, scheduler, client, workers, threads_per_worker)
+                bar = _progress(len(runs), report.n_cached, spec.name or path.stem, progress)
+                _compute(results, report, bar, runner)
+            if sort and all(k in results.lines for k in keys) and results.order[: len(keys)] != keys:
+                results.rewrite(keys)
+        finally:
+            results.close()
     record_failures(path, report.failures, {r.key for r in todo}, results.lines)
     report.seconds = time.perf_counter() - t0
     for run, msg in report.failures:

@@ -6,18 +6,25 @@ committed results file still says which runs are missing and why, every sweep
 records its failures in ``<results stem>.failures.csv`` (:func:`failures_path`):
 one line per run that has no row, with the run's parameters and the error
 message.  A run that succeeds later leaves the file; when no failure remains,
-the file is removed.
+the file is removed.  As with the results file, a file of that name is only
+written or removed when its first line is exactly the header
+:data:`FAILURE_COLUMNS` (or it is empty); :func:`check_failures_file` refuses
+anything else before a sweep computes a run.
 """
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
+import stat
 from pathlib import Path
 
+from . import diskio
 from .spec import expand
 
 FAILURE_COLUMNS = ("key", "method", "channel", "T", "rho", "alpha", "d", "seed", "tokens", "message")
+_HEADER = ",".join(FAILURE_COLUMNS)
 
 
 def failures_path(out) -> Path:
@@ -27,11 +34,41 @@ def failures_path(out) -> Path:
 
 
 def _read(path: Path) -> dict:
-    """The recorded failures by key (empty if there is no file)."""
-    if not path.exists():
+    """The recorded failures by key (none without a file); ``ValueError`` for a foreign file."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
         return {}
-    with open(path, newline="") as fh:
-        return {row["key"]: row for row in csv.DictReader(fh)}
+    except OSError as exc:
+        raise _foreign(path, exc.strerror or str(exc)) from None
+    if not stat.S_ISREG(mode):
+        raise _foreign(path, "it is not a regular file")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.readline(len(_HEADER) + 2)  # the header line, and no more of a foreign file
+            if head and head.rstrip(b"\r\n") != _HEADER.encode():
+                raise _foreign(path, "its header is not that of a sweep's failures")
+            text = (head + fh.read()).decode()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _foreign(path, getattr(exc, "strerror", None) or "it is not UTF-8 text") from None
+    rows = list(csv.DictReader(io.StringIO(text)))
+    if any(None in row or None in row.values() for row in rows):
+        raise _foreign(path, "a line does not have the failure columns")
+    return {row["key"]: row for row in rows}
+
+
+def _foreign(path: Path, reason: str) -> ValueError:
+    return ValueError(f"{path} is where the sweep lists its failed runs, but {reason}; it was "
+                      "left untouched: move it away or choose another --out")
+
+
+def check_failures_file(out) -> None:
+    """Refuse (``ValueError``) a failures file of ``out`` that the sweep did not write.
+
+    Called before a sweep computes anything, so that a foreign file of that
+    name (notes, another CSV, a folder) is neither overwritten nor removed.
+    """
+    _read(failures_path(out))
 
 
 def _line(run, message: str) -> dict:
@@ -52,14 +89,16 @@ def record_failures(out, failures, retried, stored) -> None:
     kept = {k: row for k, row in _read(path).items() if k not in retried and k not in stored}
     kept.update({run.key: _line(run, message) for run, message in failures})
     if not kept:
-        path.unlink(missing_ok=True)
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as exc:
+            raise diskio.storage_error(exc, path) from None
         return
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=FAILURE_COLUMNS)
-        writer.writeheader()
-        writer.writerows(kept.values())
-    tmp.replace(path)
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=FAILURE_COLUMNS)
+    writer.writeheader()
+    writer.writerows(kept.values())
+    diskio.replace(path, buf.getvalue().encode())
 
 
 def load_failures(spec, out=None) -> list[dict]:

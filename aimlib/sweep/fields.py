@@ -2,16 +2,31 @@
 from __future__ import annotations
 
 import difflib
+import reprlib
 from typing import Any, Callable, Iterable, Mapping
+
+#: the longest message of a check, and of a value's repr in a message (characters)
+MAX_MESSAGE = 400
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother, _REPR.maxlong = 3, 60, 60, 40
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = 6
 
 
 class SpecError(ValueError):
     """An invalid sweep spec; the message names the offending field."""
 
 
+def shown(value) -> str:
+    """``repr(value)``, shortened (``'...'``): a huge or deeply nested value stays one short line."""
+    return _REPR.repr(value)
+
+
 def fail(fieldname: str, message: str):
-    """Raise :class:`SpecError` for ``fieldname``."""
-    raise SpecError(f"spec field {fieldname!r}: {message}")
+    """Raise :class:`SpecError` for ``fieldname`` (shortened to one line of :data:`MAX_MESSAGE`)."""
+    name = fieldname if len(fieldname) <= 80 else fieldname[:77] + "..."
+    if len(message) > MAX_MESSAGE:
+        message = message[: MAX_MESSAGE - 3] + "..."
+    raise SpecError(f"spec field {name!r}: {message}")
 
 
 def checked(fieldname: str, check: Callable, value, *args, **kwargs):
@@ -27,14 +42,16 @@ def checked(fieldname: str, check: Callable, value, *args, **kwargs):
 
 
 def _hint(value, allowed: list) -> str:
-    close = difflib.get_close_matches(str(value), allowed, n=1)
+    if not isinstance(value, str) or len(value) > 80:  # no close match, and difflib is quadratic
+        return ""
+    close = difflib.get_close_matches(value, allowed, n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def choice(fieldname: str, value, allowed: tuple):
     """``value`` if it is one of ``allowed``, else a SpecError with the closest match."""
     if not isinstance(value, str) or value not in allowed:
-        fail(fieldname, f"must be one of {', '.join(map(repr, allowed))}, got {value!r}"
+        fail(fieldname, f"must be one of {', '.join(map(repr, allowed))}, got {shown(value)}"
                         f"{_hint(value, list(allowed))}")
     return value
 

@@ -11,17 +11,22 @@ runs finish; closing it cancels the runs not yet started.
     :data:`PARENT_POLL_SECONDS`, so no orphan keeps computing;
 ``'local'``
     a ``dask.distributed.LocalCluster`` started for the sweep
-    (``workers`` processes, one thread each);
+    (``workers`` processes, one thread each), on ``127.0.0.1`` only, with
+    TLS and temporary credentials (no other process can connect), no dashboard;
 ``'tcp://host:8786'``
     an existing Dask cluster (its workers need ``aimlib`` installed);
 a ``distributed.Client``
     used as is (left open).
+
+A Dask scheduler is connected by :func:`dask_client` before the sweep
+touches its results file, so an unreachable address changes no file.
 
 Local workers run BLAS with ``threads`` threads (``OMP_NUM_THREADS`` & co.
 are set for them unless already set).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -29,6 +34,8 @@ from typing import Callable, Iterator
 
 #: how often a pool worker checks that its parent is alive
 PARENT_POLL_SECONDS = 0.25
+#: how long to wait for the Dask scheduler at an address
+CONNECT_TIMEOUT = "20s"
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                 "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
@@ -101,33 +108,76 @@ def _collect(futures: dict, as_completed) -> Iterator:
             yield run, exc
 
 
-def _dask_client(distributed, scheduler, workers: int, threads: int):
-    """``(client, cluster or None)`` for ``'local'`` or an address."""
-    if scheduler == "local":
-        cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=threads,
-                                           processes=True, dashboard_address=":0")
-        return distributed.Client(cluster), cluster
+def _local_cluster(distributed, workers: int, threads: int):
+    """``(cluster, security)``: a LocalCluster reachable from this process only.
+
+    Scheduler and workers listen on ``127.0.0.1`` and speak TLS with temporary
+    credentials (:meth:`distributed.security.Security.temporary`) held in memory,
+    so another user of the machine can neither connect nor submit code; there
+    is no dashboard, and the HTTP servers (on free ports of ``127.0.0.1``)
+    answer only health checks.
+    """
+    import dask
+    from distributed.security import Security
+
     try:
-        return distributed.Client(scheduler, timeout="20s"), None
+        security = Security.temporary()
+    except ImportError as exc:
+        raise ImportError("the 'local' scheduler needs the cryptography package for its TLS "
+                          "credentials (pip install cryptography)") from exc
+    with dask.config.set({"distributed.scheduler.http.routes": ["distributed.http.health"],
+                          "distributed.worker.http.routes": ["distributed.http.health"]}):
+        cluster = distributed.LocalCluster(
+            n_workers=workers, threads_per_worker=threads, processes=True, host="127.0.0.1",
+            security=security, dashboard_address=None,
+            scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"})
+    return cluster, security
+
+
+def _connect(distributed, scheduler: str, workers: int, threads: int):
+    """``(client, cluster or None)`` for ``'local'`` or an address, connected now."""
+    if scheduler == "local":
+        cluster, security = _local_cluster(distributed, workers, threads)
+        return distributed.Client(cluster, security=security), cluster
+    try:
+        return distributed.Client(scheduler, timeout=CONNECT_TIMEOUT), None
     except (OSError, TimeoutError) as exc:
-        raise ValueError(f"scheduler: cannot connect to {scheduler!r} ({exc})") from None
+        raise ValueError(f"scheduler: cannot connect to {scheduler!r} within {CONNECT_TIMEOUT} "
+                         f"({exc}); check the address and that the scheduler is running") from None
 
 
-def dask(execute: Callable, todo: list, scheduler, workers: int, threads: int) -> Iterator:
-    """Run ``todo`` on a Dask cluster: ``'local'``, an address or a ``distributed.Client``."""
+@contextlib.contextmanager
+def dask_client(scheduler, workers: int, threads: int):
+    """The ``distributed.Client`` of ``scheduler``, connected on entry and closed on exit.
+
+    ``scheduler`` is ``'local'`` (a cluster started here, closed on exit), an
+    address (``'tcp://host:8786'``) or a ``distributed.Client`` (used as is, left open).
+    """
     try:
         import distributed
     except ImportError as exc:
         raise ImportError("a Dask scheduler needs dask[distributed] "
                           "(pip install 'dask[distributed]')") from exc
-    own = not isinstance(scheduler, distributed.Client)
-    if own and not isinstance(scheduler, str):
+    if isinstance(scheduler, distributed.Client):
+        yield scheduler
+        return
+    if not isinstance(scheduler, str):
         raise TypeError(f"scheduler must be None, a string or a distributed.Client, "
                         f"got {type(scheduler).__name__}")
-    client, cluster = scheduler, None
-    if own:
-        with _worker_env(threads):
-            client, cluster = _dask_client(distributed, scheduler, workers, threads)
+    with _worker_env(threads):
+        client, cluster = _connect(distributed, scheduler, workers, threads)
+    try:
+        yield client
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def dask(execute: Callable, todo: list, client) -> Iterator:
+    """Run ``todo`` through the ``distributed.Client`` ``client`` (see :func:`dask_client`)."""
+    import distributed
+
     futures = {}
     try:
         n = len(todo)
@@ -141,7 +191,3 @@ def dask(execute: Callable, todo: list, scheduler, workers: int, threads: int) -
         if pending:
             client.cancel(pending)
         futures.clear()
-        if own:
-            client.close()
-            if cluster is not None:
-                cluster.close()

@@ -11,7 +11,7 @@ A spec is a small YAML file (or the same mapping in Python, or a
     alpha_bar: [0.2, 0.4, 0.6]      # or alpha: ...; alpha = alpha_bar / (T^2 + T - 2)
     d: 300
     seeds: [0, 1]                   # default [0]
-    beta: 1.0                       # softmax inverse temperature (default 1)
+    beta: 1.0                       # softmax inverse temperature (default 1; softmax only)
     noise: 0.0                      # label-noise variance (default 0)
     c: 0.5                          # residual strength, deep-hardmax only (required there)
     tokens: gaussian                # token law(s), a name or {name: sparse, p: 0.3}
@@ -34,8 +34,12 @@ the result columns ``mmse_layers`` and ``mmse_pred_layers`` hold one error per
 layer.  ``tokens`` (default ``gaussian``) is one token law or a list of them
 (:func:`aimlib.tokens.token_law`; ``correlated`` takes ``c``, not ``cov``); it
 is a grid axis of the finite-``d`` methods and enters a run's key only when it
-is not ``gaussian``.  A spec expands to at most :data:`MAX_RUNS` runs.
-Errors name the field (``spec field 'options.amp.max_iter': must be >= 1, got 0``).
+is not ``gaussian``; a spec with the method ``se`` (which assumes Gaussian
+tokens) takes no other law.  ``beta`` needs a softmax channel in the spec.  A
+spec expands to at most :data:`MAX_RUNS` runs.  Errors name the field
+(``spec field 'options.amp.max_iter': must be >= 1, got 0``); a spec file is
+read by :func:`~aimlib.sweep.specfile.read_spec_file` (no anchors, aliases or
+repeated keys).
 """
 from __future__ import annotations
 
@@ -50,9 +54,10 @@ from typing import Any, Mapping
 
 from .. import _validate
 from ..tokens import token_law
-from .fields import SpecError, as_list, checked, choice, fail, grid_axis, unique, unknown_keys
+from .fields import SpecError, as_list, checked, choice, fail, grid_axis, shown, unique, unknown_keys
 from .keys import Run, canon_float, effective_k, make_run_channel
 from .options import DEFAULTS, METHODS, UNUSED, check_options, check_se_solver
+from .specfile import read_spec_file
 
 CHANNELS = ("softmax", "linear", "hardmax", "deep-hardmax")
 #: channels that read several indices per sample, with their number of teachers
@@ -130,7 +135,7 @@ class SweepSpec:
     d: Any = None
     seeds: Any = (0,)
     channel: Any = "softmax"
-    beta: Any = 1.0
+    beta: Any = None
     noise: Any = 0.0
     c: Any = None
     tokens: Any = "gaussian"
@@ -160,19 +165,21 @@ class SweepSpec:
         else:
             put("d", ())
         put("seeds", grid_axis("seeds", self.seeds, _validate.integer, 0))
-        put("beta", _canon_axis("beta", self.beta, _validate.positive))
+        given_beta = self.beta is not None
+        put("beta", _canon_axis("beta", self.beta if given_beta else 1.0, _validate.positive))
         put("noise", _canon_axis("noise", self.noise, _validate.nonnegative))
         if self.c is not None:
             put("c", _canon_axis("c", self.c, _validate.real))
         laws = [("tokens", self.tokens)] if isinstance(self.tokens, Mapping) else \
             as_list("tokens", self.tokens)
         put("tokens", unique(_token_value(f, x) for f, x in laws))
+        self._check_unused(given_beta)
         if self.backend is not None:
             choice("backend", self.backend, ("numpy", "cupy"))
         for f in ("name", "description"):
             val = getattr(self, f)
             if val is not None and not isinstance(val, str):
-                fail(f, f"must be a string, got {type(val).__name__} {val!r}")
+                fail(f, f"must be a string, got {type(val).__name__} {shown(val)}")
         put("options", check_options(self.options, methods))
         self._check_combinations()
         self._check_size()
@@ -196,6 +203,15 @@ class SweepSpec:
                               "linear channel; give 'alpha' instead")
         if "se" in self.method:
             check_se_solver(self.options.get("se", {}), closed, self.rho)
+
+    def _check_unused(self, given_beta: bool):
+        """Refuse ``beta`` without a softmax channel, and non-Gaussian tokens with ``se``."""
+        if given_beta and "softmax" not in self.channel:
+            fail("beta", f"is the softmax channel's inverse temperature; channel "
+                         f"{list(self.channel)} has none: remove 'beta'")
+        if "se" in self.method and any(law != (("name", "gaussian"),) for law in self.tokens):
+            fail("tokens", "method 'se' (the state evolution) assumes Gaussian tokens; put the "
+                           "finite-d methods with other token laws in a spec of their own")
 
     def _check_layers(self):
         """``c`` and lists of widths belong to the layered channels, which run ``se`` and ``amp``."""
@@ -267,6 +283,8 @@ class SweepSpec:
             del out["alpha_bar"]
         if not out["d"]:
             del out["d"]
+        if "softmax" not in self.channel:
+            del out["beta"]
         return {k: x for k, x in out.items() if x is not None}
 
 
@@ -278,25 +296,7 @@ def load_spec(spec) -> SweepSpec:
         return SweepSpec.from_dict(spec)
     if not isinstance(spec, (str, os.PathLike)):
         raise TypeError(f"spec must be a SweepSpec, a mapping or a path, got {type(spec).__name__}")
-    path = Path(spec)
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or exc
-        raise SpecError(f"cannot read spec file {str(path)!r}: {reason}") from None
-    try:
-        import yaml
-    except ImportError as exc:  # pragma: no cover - pyyaml is in requirements
-        raise ImportError("reading a YAML sweep spec needs pyyaml (pip install pyyaml)") from exc
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or "parse error"
-        raise SpecError(f"spec file {str(path)!r} is not valid YAML{where}: {problem}") from None
-    if data is None:
-        raise SpecError(f"spec file {str(path)!r} is empty")
+    data = read_spec_file(Path(spec))
     return SweepSpec.from_dict(data)
 
 

@@ -13,7 +13,8 @@ is refused with a ``ValueError`` and left untouched.  In a recognised file an
 incomplete last line (bytes after the last newline, left by a killed writer)
 is cut off and its run recomputed, and rows repeated with the same key are
 removed; rewrites go to a locked, ``fsync``-ed temporary file that replaces
-the file with ``os.replace``.
+the file with ``os.replace``.  A row that cannot be written (a full disk) is
+not written at all (:mod:`~aimlib.sweep.diskio`).
 """
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
+
+from . import diskio
 
 #: the CSV columns, in order
 COLUMNS = [
@@ -119,15 +122,19 @@ class _Contents:
     old: bool = False  # the header is OLD_COLUMNS (the lines are converted to COLUMNS)
 
 
+def _foreign(path) -> ValueError:
+    return ValueError(f"{path} is not a sweep results file (its header differs from the "
+                      "sweep columns of this aimlib version); it was left untouched, "
+                      "choose another --out")
+
+
 def _scan(data: bytes, path) -> _Contents:
     """Recognise ``data`` as a results file and parse its complete rows; refuse anything else."""
     old = data.startswith(_OLD_HEADER_BYTES)
     if not data.startswith(_HEADER_BYTES) and not old:
         if b"\n" not in data and _HEADER_BYTES.startswith(data):  # empty, or a torn header
             return _Contents({}, [], 0, 0)
-        raise ValueError(f"{path} is not a sweep results file (its header differs from the "
-                         "sweep columns of this aimlib version); it was left untouched, "
-                         "choose another --out")
+        raise _foreign(path)
     end = data.rfind(b"\n") + 1
     try:
         text = data[len(_OLD_HEADER_BYTES if old else _HEADER_BYTES):end].decode()
@@ -149,13 +156,35 @@ def _scan(data: bytes, path) -> _Contents:
     return _Contents(lines, order, end, duplicates, old)
 
 
+def _read(fd: int, path: Path) -> bytes:
+    """The contents of the results file open as ``fd``; a foreign file is refused unread.
+
+    Only the header's length is read before the header is recognised, so a
+    huge or endless special file (``/proc/kcore``) costs nothing.
+    """
+    try:
+        head = os.pread(fd, len(_HEADER_BYTES), 0)
+        if not (_HEADER_BYTES.startswith(head) or head.startswith(_OLD_HEADER_BYTES)):
+            raise _foreign(path)
+        return diskio.read_all(fd)
+    except OSError as exc:
+        raise ValueError(f"cannot read the results file {path}: {exc.strerror or exc}; "
+                         "choose another --out") from None
+
+
 def stored_keys(path: Path) -> set:
     """The keys of the complete rows of the results file ``path`` (none if it does not exist)."""
     try:
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
         return set()
-    return set(_scan(data, path).lines)
+    except OSError as exc:
+        raise ValueError(f"cannot read the results file {path}: {exc.strerror or exc}; "
+                         "choose another --out") from None
+    try:
+        return set(_scan(_read(fd, path), path).lines)
+    finally:
+        os.close(fd)
 
 
 class ResultsFile:
@@ -172,8 +201,7 @@ class ResultsFile:
             raise
 
     def _load(self):
-        size = os.fstat(self.fd).st_size
-        data = os.pread(self.fd, size, 0) if size else b""
+        data = _read(self.fd, self.path)
         found = _scan(data, self.path)  # raises before anything is written to a foreign file
         if found.end < len(data):
             warnings.warn(f"{self.path}: dropping an incomplete last line "
@@ -191,8 +219,7 @@ class ResultsFile:
 
     def _append(self, line: str):
         with self.lock:
-            _write_all(self.fd, line.encode())
-            os.fsync(self.fd)
+            diskio.append(self.fd, line.encode(), self.path)
 
     def add(self, row: dict):
         """Append ``row`` (a dict over :data:`COLUMNS`) unless its key is already in the file."""
@@ -212,18 +239,8 @@ class ResultsFile:
 
     def _replace(self, keys: list[str]):
         """Atomically replace the file by the header and the rows ``keys``; keep it locked."""
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
-        try:
-            _flock(fd, tmp)
-            _write_all(fd, (_HEADER + "".join(self.lines[k] for k in keys)).encode())
-            os.fsync(fd)
-            os.replace(tmp, self.path)
-        except BaseException:
-            os.close(fd)
-            tmp.unlink(missing_ok=True)
-            raise
-        _fsync_dir(self.path.parent)
+        fd = diskio.replace(self.path, (_HEADER + "".join(self.lines[k] for k in keys)).encode(),
+                            keep_open=True)
         os.close(self.fd)  # the old file and its lock; the new one is locked already
         self.fd = fd
         self.order = keys
@@ -243,7 +260,7 @@ def _open_locked(path: Path) -> int:
             try:
                 if not stat.S_ISREG(os.fstat(fd).st_mode):
                     raise ValueError(f"{path} is not a regular file; choose another --out")
-                _flock(fd, path)
+                diskio.flock(fd, path)
                 same = os.fstat(fd).st_ino == os.stat(path).st_ino
             except FileNotFoundError:
                 same = False
@@ -255,33 +272,3 @@ def _open_locked(path: Path) -> int:
             os.close(fd)
     except OSError as exc:
         raise ValueError(f"cannot open the results file {path}: {exc.strerror or exc}") from None
-
-
-def _write_all(fd: int, data: bytes):
-    written = 0
-    while written < len(data):
-        written += os.write(fd, data[written:])
-
-
-def _flock(fd: int, path: Path):
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows: no locking
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        raise ValueError(f"{path} is being written by another sweep (it is locked)") from None
-
-
-def _fsync_dir(path: Path):
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # pragma: no cover
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover - not supported everywhere
-        pass
-    finally:
-        os.close(fd)
