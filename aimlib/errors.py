@@ -8,8 +8,12 @@ limit, GAMP-RIE, gradient descent's stopping rule):
   by default (``on_max_iter="raise"``); with ``on_max_iter="warn"`` the solver
   returns its last iterate flagged ``converged=False`` and emits a
   ``RuntimeWarning``; ``on_max_iter="return"`` returns it flagged, silently (for
-  runs of a fixed number of iterations).  The command line maps a raised error
-  to exit status 1.
+  runs of a fixed number of iterations).  Gradient descent defaults to
+  ``"return"``: its steps are a fixed budget (the paper's 1000) and its
+  tolerance only an early stop; what it refuses instead (a loss that rose or
+  did not move, an error far above the data-free estimate's) is in
+  :mod:`aimlib.gd.checks`.  The command line maps a raised error to exit
+  status 1.
 """
 from __future__ import annotations
 

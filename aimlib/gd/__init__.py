@@ -11,12 +11,15 @@ The student has the teacher's architecture (book, chapter "Gradient descent"):
 Modules: :mod:`~aimlib.gd.student` (indices through ``X W``, output, loss and
 its analytic gradient), :mod:`~aimlib.gd.optim` (Adam and plain gradient
 descent), :mod:`~aimlib.gd.memory` (the memory guard), :mod:`~aimlib.gd.train`
-(:func:`train_gd`: ``k`` restarts batched in one array computation) and
-:mod:`~aimlib.gd.run` (:func:`run_gd`: sample a data set and train);
+(:func:`train_gd`: ``k`` restarts batched in one array computation),
+:mod:`~aimlib.gd.checks` (when a run has failed: divergence, no progress, the
+iteration cap, and the inputs refused) and :mod:`~aimlib.gd.run`
+(:func:`run_gd`: sample a data set and train);
 :mod:`~aimlib.gd.direct` (the direct student, ``S_hat`` trained entry by entry)
 and :mod:`~aimlib.gd.objective` (weight decay, the two students, spectra);
 :mod:`~aimlib.gd.deep` (the two-layer softmax student of the chapter "Deep
-attention": its output, gradient, :func:`train_deep_gd` and :func:`run_deep_gd`);
+attention": its output, gradient, :func:`train_deep_gd` and :func:`run_deep_gd`,
+with the helpers of :mod:`~aimlib.gd.blocks` for students of several weight blocks);
 :mod:`~aimlib.gd.heads` (students of ``H`` averaged softmax heads, chapter "Beyond the
 solvable model": :func:`train_heads_gd`, :func:`run_heads_gd`, errors matched over the
 heads' relabellings).  Every

@@ -14,8 +14,8 @@ The output is the channel's own forward map (``DeepAttention.clean``), so the
 network is defined once.  Both matrices are trained jointly: the optimiser sees
 one array ``W = [W_1 | W_2]`` of shape ``(k, d, r_1 + r_2)`` (Adam acts entry by
 entry, so this is one Adam per layer), and the loop, stopping rule and
-recording of :mod:`aimlib.gd.train` are reused.  The ``block_*`` helpers serve
-every student of several weight blocks (also the heads of :mod:`aimlib.gd.heads`).
+recording of :mod:`aimlib.gd.train` are reused, through the ``block_*`` helpers
+of :mod:`aimlib.gd.blocks` (shared with the heads of :mod:`aimlib.gd.heads`).
 """
 from __future__ import annotations
 
@@ -27,14 +27,14 @@ import numpy as np
 from .. import _validate as v
 from ..backend import get_array_module, to_host
 from ..channels import DeepAttention, row_softmax
-from ..model import estimation_error, teacher_width, widths
+from ..model import estimation_error, widths
 from .._validate import MEMORY_MB, check_memory
 from .memory import check_memory_mb, memory_estimate
-from .optim import make_optimizer
+from .blocks import block_fit, block_setup, block_summary, block_widths
 from .run import _check_run, _check_run_memory, _sample_and_train
 from .student import (_common_dtype, _indices, as_batch, check_xy, gram, index_grad, softmax_backward,
                       square_loss)
-from .train import GDResult, _Curves, _initial_W, _Problem, _schedule, _teacher_and_test, _train, _training_data
+from .train import GDResult, _Curves
 
 
 def deep_channel(c: float = 0.5, beta: float = 1.0) -> DeepAttention:
@@ -173,42 +173,6 @@ def deep_memory_estimate(n: int, T: int, d: int, ranks, restarts: int = 1, *, n_
     return base + itemsize * (n * T * T + 16 * restarts * m * T * T + 3 * restarts * d * d) + 16 * d * d
 
 
-@dataclass
-class BlockSetup:
-    """The checked training options that the students of several weight blocks share."""
-
-    rule: object
-    sched: object
-    init_scale: float
-    restarts: int
-    sizes: dict
-
-
-def block_setup(X, y, S, X_test, y_test, layers: int, *, restarts, optimizer, lr, adam_betas, adam_eps,
-                steps, tol, record_every, batch_size, init_scale):
-    """Validate the data, the ``layers`` teachers, the test set and the options of a block student.
-
-    Returns ``(X, y, S, test, BlockSetup)``; ``sizes`` are the array sizes for the memory guard.
-    """
-    X, y = _training_data(X, y)
-    n, T, d = X.shape
-    rule = make_optimizer(optimizer, lr=lr, adam_betas=adam_betas, adam_eps=adam_eps)
-    sched = _schedule(steps, tol, record_every, batch_size, n)
-    init_scale = v.positive("init_scale", init_scale)
-    S, test = _teacher_and_test(S, X_test, y_test, X, layers=layers)
-    k = v.integer("restarts", restarts, minimum=1)
-    sizes = dict(restarts=k, n=n, T=T, d=d, **({"n_test": test[0].shape[0]} if test else {}))
-    return X, y, S, test, BlockSetup(rule, sched, init_scale, k, sizes)
-
-
-def block_fit(X, y, S, test, setup: BlockSetup, width: int, seed, beta: float, objective, curves_class,
-              assemble):
-    """Draw ``[W_1 | ... ]`` of total ``width``, train it on ``objective`` and ``assemble`` the result."""
-    W = _initial_W(None, setup.restarts, width, seed, setup.init_scale, X, "factorised")
-    curves = curves_class(None if test is None else _Problem(*test, beta, objective), S, objective)
-    return assemble(*_train(_Problem(X, y, beta, objective), W, setup.rule, setup.sched, curves, seed), curves)
-
-
 # -- training -----------------------------------------------------------------------
 
 
@@ -288,23 +252,12 @@ def _deep_result(W, n_steps, converged, seconds: float, curves: _DeepCurves) -> 
         n_steps=n_steps, converged=converged, seconds=seconds)
 
 
-def block_widths(ranks, rho, d: int, channel, what: str = "be a pair (r_1, r_2)") -> tuple:
-    """One width per index of ``channel``: ``ranks`` (it must ``what``), else ``round(rho_l d)``, else ``d // 2``."""
-    L = channel.n_indices
-    if ranks is not None:
-        if np.ndim(ranks) != 1 or len(ranks) != L:
-            raise ValueError(f"ranks must {what}, got {ranks!r}")
-        return tuple(v.integer(f"ranks[{i}]", r, minimum=1) for i, r in enumerate(ranks))
-    if rho is not None:
-        return tuple(teacher_width(d, r) for r in widths(channel, rho))
-    return (max(1, d // 2),) * L
-
-
 def train_deep_gd(X, y, *, c: float = 0.5, beta: float = 1.0, ranks=None, rho=None, restarts: int = 1,
                   seed=None, init_scale: float = 1.0, optimizer: str = "adam", lr: float = 0.1,
                   steps: int = 1000, adam_betas=(0.9, 0.999), adam_eps: float = 1e-8,
                   batch_size: int | None = None, tol: float = 1e-10, S=None, X_test=None, y_test=None,
-                  record_every: int = 10, memory_mb: float = MEMORY_MB) -> DeepGDResult:
+                  record_every: int = 10, memory_mb: float = MEMORY_MB,
+                  on_max_iter: str = "return") -> DeepGDResult:
     r"""Train ``restarts`` two-layer softmax students on ``(X, y)`` at once, both layers jointly.
 
     The options are those of :func:`~aimlib.gd.train_gd` (same meaning, same
@@ -326,12 +279,14 @@ def train_deep_gd(X, y, *, c: float = 0.5, beta: float = 1.0, ranks=None, rho=No
     Returns
     -------
     DeepGDResult
-        Raises :class:`aimlib.ConvergenceError` if a loss or gradient becomes NaN or infinite.
+        Raises :class:`aimlib.ConvergenceError` on divergence or no progress, and
+        applies ``on_max_iter`` at the cap (:mod:`aimlib.gd.checks`, as :func:`~aimlib.gd.train_gd`).
     """
     channel = deep_channel(c, beta)
     X, y, S, test, setup = block_setup(X, y, S, X_test, y_test, 2, restarts=restarts, optimizer=optimizer,
                                        lr=lr, adam_betas=adam_betas, adam_eps=adam_eps, steps=steps, tol=tol,
-                                       record_every=record_every, batch_size=batch_size, init_scale=init_scale)
+                                       record_every=record_every, batch_size=batch_size, init_scale=init_scale,
+                                       on_max_iter=on_max_iter)
     r1, r2 = block_widths(ranks, rho, X.shape[2], channel)
     check_memory(lambda **s: deep_memory_estimate(**s, ranks=(r1, r2), itemsize=X.dtype.itemsize),
                  setup.sizes, check_memory_mb(memory_mb))
@@ -369,7 +324,7 @@ def run_deep_gd(T: int, rho, alpha: float, d: int, c: float = 0.5, seed=None, *,
         error of the restarts' average ``S_hat_l``); the final values
         ``mmse_single`` (per layer, mean over restarts), ``mmse_single_all``
         (``k`` pairs), ``mmse_averaged`` (per layer); ``train_loss``,
-        ``test_loss``, ``n_steps`` (per restart).  With ``return_result``, also
+        ``test_loss``, ``n_steps``, ``converged`` (per restart).  With ``return_result``, also
         ``result`` (:class:`DeepGDResult`) and ``data``.
     """
     channel = deep_channel(c, beta)
@@ -385,16 +340,3 @@ def run_deep_gd(T: int, rho, alpha: float, d: int, c: float = 0.5, seed=None, *,
                                            backend, options)
     return block_summary(run, data, res, seconds, return_result, c=channel.c,
                          ranks=(res.W1.shape[2], res.W2.shape[2]))
-
-
-def block_summary(run, data, res, seconds: float, return_result: bool, **extra) -> dict:
-    """The dict of a block student's run: the run's parameters, ``extra``, curves and final values per block."""
-    out = {"alpha": run.alpha, "d": run.d, "seed": run.seed, "restarts": run.restarts, "T": run.T,
-           "rho": run.rho, "beta": run.beta, "n": data.n, **extra, "seconds": seconds, "steps": res.steps,
-           "curve_single": res.mmse_curve, "curve_averaged": res.mmse_averaged_curve,
-           "mmse_single": res.mmse_single.mean(axis=0).tolist(), "mmse_single_all": res.mmse_single.tolist(),
-           "mmse_averaged": res.mmse_averaged.tolist(), "train_loss": res.train_loss[:, -1].tolist(),
-           "test_loss": res.test_loss[:, -1].tolist(), "n_steps": res.n_steps.tolist()}
-    if return_result:
-        out.update(result=res, data=data)
-    return out

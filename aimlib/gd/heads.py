@@ -35,7 +35,7 @@ from ..channels.softmax import check_beta
 from ..model import estimation_error, widths
 from .._validate import MEMORY_MB, check_memory
 from .memory import check_memory_mb, memory_estimate
-from .deep import block_fit, block_setup, block_summary, block_widths
+from .blocks import block_fit, block_setup, block_summary, block_widths
 from .run import _check_run, _check_run_memory, _sample_and_train
 from .student import _indices, gram, index_grad, softmax_backward, square_loss
 from .train import GDResult, _Curves
@@ -178,7 +178,8 @@ def train_heads_gd(X, y, *, heads: int = 2, beta: float = 1.0, ranks=None, rho=N
                    seed=None, init_scale: float = 1.0, optimizer: str = "adam", lr: float = 0.1,
                    steps: int = 1000, adam_betas=(0.9, 0.999), adam_eps: float = 1e-8,
                    batch_size: int | None = None, tol: float = 1e-10, S=None, X_test=None, y_test=None,
-                   record_every: int = 10, memory_mb: float = MEMORY_MB) -> HeadsGDResult:
+                   record_every: int = 10, memory_mb: float = MEMORY_MB,
+                   on_max_iter: str = "return") -> HeadsGDResult:
     r"""Train ``restarts`` students of ``heads`` averaged softmax heads on ``(X, y)`` at once.
 
     The options are those of :func:`~aimlib.gd.train_gd` (same meaning, same
@@ -200,14 +201,16 @@ def train_heads_gd(X, y, *, heads: int = 2, beta: float = 1.0, ranks=None, rho=N
     Returns
     -------
     HeadsGDResult
-        Raises :class:`aimlib.ConvergenceError` if a loss or gradient becomes NaN or infinite.
+        Raises :class:`aimlib.ConvergenceError` on divergence or no progress, and
+        applies ``on_max_iter`` at the cap (:mod:`aimlib.gd.checks`, as :func:`~aimlib.gd.train_gd`).
     """
     H = v.integer("heads", heads, minimum=1)
     if H > MAX_HEADS:
         raise ValueError(f"heads must be in [1, {MAX_HEADS}] (the matching tries all H! orders), got {heads!r}")
     X, y, S, test, setup = block_setup(X, y, S, X_test, y_test, H, restarts=restarts, optimizer=optimizer,
                                        lr=lr, adam_betas=adam_betas, adam_eps=adam_eps, steps=steps, tol=tol,
-                                       record_every=record_every, batch_size=batch_size, init_scale=init_scale)
+                                       record_every=record_every, batch_size=batch_size, init_scale=init_scale,
+                                       on_max_iter=on_max_iter)
     S = S[None] if S is not None and H == 1 else S
     r = block_widths(ranks, rho, X.shape[2], MultiHeadSoftmax(H), f"hold {H} widths (one per head)")
     check_memory(lambda **s: heads_memory_estimate(**s, ranks=r, itemsize=X.dtype.itemsize),
@@ -234,7 +237,7 @@ def run_heads_gd(T: int, rho, alpha: float, d: int, heads: int = 2, seed=None, *
         ``n``, ``ranks``, ``seconds``, ``steps``; ``curve_single`` ``(k, H, m)`` and
         ``curve_averaged`` ``(H, m)`` (matched errors); the final ``mmse_single``
         (per head, mean over restarts), ``mmse_single_all``, ``mmse_averaged``,
-        ``train_loss``, ``test_loss``, ``n_steps``.  With ``return_result``, also
+        ``train_loss``, ``test_loss``, ``n_steps``, ``converged``.  With ``return_result``, also
         ``result`` (:class:`HeadsGDResult`) and ``data``.
     """
     H = v.integer("heads", heads, minimum=1)

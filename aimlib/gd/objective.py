@@ -56,6 +56,10 @@ class Objective:
             g = g + self._penalty(W, self.weight_decay)[1]
         return L, g
 
+    def penalty(self, W):
+        """The weight-decay penalty ``(k,)`` of the parameters ``W``."""
+        return self._penalty(W, self.weight_decay, want_grad=False)[0]
+
     def matrix(self, W):
         """``S_hat`` of the parameters ``W`` (``(k, d, d)``)."""
         return W if self.student == "direct" else gram(W)

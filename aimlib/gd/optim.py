@@ -2,12 +2,15 @@ r"""Update rules for a batch of students: plain gradient descent and Adam.
 
 Both act on weights ``W`` of shape ``(k, d, r)`` with gradient ``g`` and a
 ``(k,)`` boolean mask ``active``: a stopped restart (mask ``False``) keeps its
-weights.  Adam keeps its moments for every restart.
+weights.  Adam keeps its moments for every restart.  :class:`Batches` draws
+the mini-batches.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .. import _validate as v
-from ..backend import get_array_module
+from ..backend import get_array_module, to_device
 
 OPTIMIZERS = ("adam", "gd")
 
@@ -56,6 +59,24 @@ class Adam:
         vh = self.m2 / (1 - b2 ** self.t)
         a = active.astype(W.dtype)[:, None, None]
         return W - (self.lr * a) * mh / (xp.sqrt(vh) + self.eps)
+
+
+class Batches:
+    """Mini-batches: consecutive slices of a random permutation of the samples, a new one per epoch."""
+
+    def __init__(self, n: int, size: int, seed, xp):
+        if not isinstance(seed, np.random.Generator) and seed is not None:
+            seed = np.random.default_rng([int(seed), 2**31 - 1])
+        self.rng, self.n, self.size, self.xp = v.generator(seed), n, size, xp
+        self.perm, self.pos = None, n
+
+    def next(self):
+        """Indices (on the array module of the data) of the next mini-batch."""
+        if self.pos + self.size > self.n:
+            self.perm, self.pos = self.rng.permutation(self.n), 0
+        idx = to_device(self.perm[self.pos:self.pos + self.size], self.xp)
+        self.pos += self.size
+        return idx
 
 
 def make_optimizer(optimizer: str, *, lr: float, adam_betas=(0.9, 0.999), adam_eps: float = 1e-8):

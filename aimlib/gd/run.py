@@ -16,6 +16,7 @@ from .._validate import MEMORY_MB, check_memory
 from .memory import check_memory_mb, memory_estimate
 from .objective import count_nonzero
 from ..channels.softmax import check_beta
+from .checks import check_samples, checked_width
 from .train import train_gd
 
 _NOT_OPTIONS = ("X", "y", "S", "init", "restarts", "X_test", "y_test")
@@ -61,6 +62,10 @@ def _check_run(T, rho, alpha, d, restarts, seed, beta, dtype, n_test, memory_mb,
     for bad in _NOT_OPTIONS:
         if bad in options:
             raise TypeError(f"{caller} got an unexpected option {bad!r}")
+    check_samples(run.alpha, run.d)  # n >= 1 and teacher widths >= 1: refused, not raised to 1
+    rhos = run.rho if isinstance(run.rho, tuple) else (run.rho,)
+    for i, r in enumerate(rhos):
+        checked_width(run.d, r, f"rho[{i}]" if len(rhos) > 1 else "rho")
     return run
 
 
@@ -73,7 +78,7 @@ def _check_run_memory(run: _Run, estimate):
         return estimate(n, T, d, restarts, _test_size(n, n_test))
 
     alpha, d = run.alpha, run.d
-    n = max(1, round(min(alpha * d * d, 1e30)))  # n_samples(alpha, d), also where alpha d^2 overflows
+    n = check_samples(alpha, d)  # n_samples(alpha, d), also where alpha d^2 overflows
     sizes = dict(restarts=run.restarts, n=n, d=d, T=run.T, **({} if run.n_test is None else {"n_test": run.n_test}))
     check_memory(need, sizes, run.memory_mb, via={"n": ("alpha", alpha, d * d)})
 
@@ -114,6 +119,7 @@ def _summary(res) -> dict:
         "train_loss": [float(x) for x in res.train_loss[:, -1]],
         "test_loss": [float(x) for x in res.test_loss[:, -1]],
         "n_steps": [int(s) for s in res.n_steps],
+        "converged": [bool(c) for c in res.converged],
         "n_nonzero": [int(c) for c in count_nonzero(res.eigenvalues)],
         "student": res.student,
         "weight_decay": res.weight_decay,
@@ -129,7 +135,9 @@ def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int
     ----------
     T, rho, alpha, d : int, float, float, int
         Tokens, teacher width ratio, sample complexity ``n = round(alpha d^2)``
-        and dimension.
+        and dimension; ``n >= 1`` and the width ``round(rho d) >= 1`` are
+        required (a smaller ``alpha`` or ``rho`` raises ``ValueError`` naming the
+        allowed range, rather than being raised to one sample or one column).
     seed : int or None
         Drives the data (teacher, tokens), the test set and the initialisations.
     restarts : int
@@ -157,7 +165,18 @@ def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int
     **options
         Passed to :func:`train_gd` (``rank``, ``student``, ``weight_decay``,
         ``optimizer``, ``lr``, ``steps``, ``tol``, ``batch_size``,
-        ``init_scale``, ``record_every``, ...).
+        ``init_scale``, ``record_every``, ``on_max_iter``, ...).
+
+    Raises
+    ------
+    aimlib.ConvergenceError
+        If a restart diverges or makes no progress (:mod:`aimlib.gd.checks`):
+        a NaN or infinite loss, a training loss above or equal to its start,
+        or an estimation error above 20 times that of the data-free estimate
+        ``sqrt(rho) I``; one failed restart fails the run.
+    ValueError
+        Bad input, e.g. a ``beta`` so small that the targets are within ``tol``
+        of uniform.
 
     Returns
     -------
@@ -168,7 +187,8 @@ def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int
         ``mmse_single_all`` (the ``k`` single-run errors), ``mmse_single_std``
         (their standard deviation), ``T``, ``rho``, ``n``, ``rank``,
         ``train_loss``, ``test_loss`` (final square losses, per restart),
-        ``n_steps`` (steps taken, per restart), ``n_nonzero`` (eigenvalues of
+        ``n_steps`` (steps taken, per restart), ``converged`` (per restart: the
+        training loss reached ``tol``), ``n_nonzero`` (eigenvalues of
         each ``S_hat`` above :data:`aimlib.gd.objective.EIG_TOL` in absolute
         value), ``student`` and ``weight_decay``.
     """

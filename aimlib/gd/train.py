@@ -5,7 +5,8 @@ plus weight decay (:mod:`aimlib.gd.objective`) with
 Adam or plain gradient descent (:mod:`aimlib.gd.optim`), full batch or in
 mini-batches, records the training and test losses and the estimation errors
 ``(1/d)||S_hat_i - S||_F^2`` and ``(1/d)||mean_i S_hat_i - S||_F^2`` along the
-way, and stops a restart once its training loss is below ``tol``.
+way, and stops a restart once its training loss is below ``tol``; the end of
+training is judged by the failure rules of :mod:`aimlib.gd.checks`.
 """
 from __future__ import annotations
 
@@ -16,12 +17,13 @@ import numpy as np
 
 from .. import _validate as v
 from ..backend import get_array_module, to_device, to_host
-from ..errors import ConvergenceError
-from ..model import estimation_error, teacher_width
+from ..errors import check_on_max_iter
+from ..model import estimation_error
 from .._validate import MEMORY_MB, check_memory
 from .memory import check_memory_mb, memory_estimate
-from .optim import make_optimizer
+from .optim import Batches, make_optimizer
 from ..channels.softmax import check_beta
+from .checks import check_finite, check_informative, check_outcome, checked_width, penalty
 from .direct import check_matrices, initial_matrices
 from .objective import Objective, eigenvalues
 from .student import as_batch, check_xy, initial_weights
@@ -56,7 +58,8 @@ class GDResult:
     n_steps : array (k,)
         Optimisation steps each restart took (fewer than ``steps`` if it met ``tol``).
     converged : array (k,) of bool
-        Whether each restart met the early-stopping tolerance.
+        Whether each restart met the early-stopping tolerance (``False``: it
+        stopped at the cap of ``steps``, see ``on_max_iter``).
     seconds : float
         Wall-clock time of the training loop.
     eigenvalues : array (k, d)
@@ -109,24 +112,6 @@ class _Problem:
         return self._loss_grad(self.X2, self.y, W, self.n, want_grad=False)[0]
 
 
-class _Batches:
-    """Mini-batches: consecutive slices of a random permutation of the samples, a new one per epoch."""
-
-    def __init__(self, n: int, size: int, seed, xp):
-        if not isinstance(seed, np.random.Generator) and seed is not None:
-            seed = np.random.default_rng([int(seed), 2**31 - 1])
-        self.rng, self.n, self.size, self.xp = v.generator(seed), n, size, xp
-        self.perm, self.pos = None, n
-
-    def next(self):
-        """Indices (on the array module of the data) of the next mini-batch."""
-        if self.pos + self.size > self.n:
-            self.perm, self.pos = self.rng.permutation(self.n), 0
-        idx = to_device(self.perm[self.pos:self.pos + self.size], self.xp)
-        self.pos += self.size
-        return idx
-
-
 class _Curves:
     """The curves recorded along training: losses and, with a teacher ``S``, estimation errors."""
 
@@ -151,18 +136,6 @@ class _Curves:
         return estimation_error(S_hat, self.S), estimation_error(S_hat.mean(axis=0), self.S)
 
 
-def _check_finite(L, g, step: int, rule) -> None:
-    """Raise :class:`ConvergenceError` if a loss (or the gradient ``g``, if given) is not finite."""
-    xp = get_array_module(L)
-    where = f"at step {step} (optimizer={rule.name!r}, lr={rule.lr:g}); lower lr"
-    bad = ~xp.isfinite(L)
-    if bool(bad.any()):
-        i = int(to_host(xp.nonzero(bad)[0])[0])
-        raise ConvergenceError(f"gradient descent diverged: the training loss of restart {i} is {float(L[i])} {where}")
-    if g is not None and not bool(xp.all(xp.isfinite(g))):
-        raise ConvergenceError(f"gradient descent diverged: non-finite gradient {where}")
-
-
 def _stop(active, converged: np.ndarray, train_loss, tol: float):
     """Stopping rule: freeze the active restarts whose training loss is ``<= tol``; return the new mask."""
     xp = get_array_module(active)
@@ -179,15 +152,16 @@ class _Schedule:
     tol: float
     record_every: int
     batch_size: int | None  # None: full batch
+    on_max_iter: str = "return"
 
 
-def _schedule(steps, tol, record_every, batch_size, n: int) -> _Schedule:
+def _schedule(steps, tol, record_every, batch_size, n: int, on_max_iter: str = "return") -> _Schedule:
     """Validate the loop options (a mini-batch of all ``n`` samples is the full batch)."""
     if batch_size is not None:
         batch_size = v.integer("batch_size", batch_size, minimum=1, maximum=n)
     return _Schedule(v.integer("steps", steps, minimum=1), v.nonnegative("tol", tol),
                      v.integer("record_every", record_every, minimum=1),
-                     None if batch_size == n else batch_size)
+                     None if batch_size == n else batch_size, check_on_max_iter(on_max_iter))
 
 
 def _width_and_restarts(init, rank, rho, restarts, d: int, student: str):
@@ -206,7 +180,7 @@ def _width_and_restarts(init, rank, rho, restarts, d: int, student: str):
         if rank is not None:
             r = v.integer("rank", rank, minimum=1)
         else:
-            r = teacher_width(d, rho) if rho is not None else max(1, d // 2)
+            r = checked_width(d, rho) if rho is not None else max(1, d // 2)
         return None, v.integer("restarts", restarts, minimum=1), r
     W, _ = as_batch(v.finite_array("init", init), "init")
     if W.shape[1] != d:
@@ -261,12 +235,12 @@ def _optimise(problem: _Problem, W, rule, sched: _Schedule, curves: _Curves, bat
     for step in range(sched.steps):
         idx = None if batches is None else batches.next()
         L, g = problem.loss_grad(W, idx)
-        _check_finite(L, g, step, rule)
+        check_finite(L, g, step, rule)
         L_full = L if idx is None else None
         if step % sched.record_every == 0:
             if L_full is None:
                 L_full = problem.loss(W)
-                _check_finite(L_full, None, step, rule)
+                check_finite(L_full, None, step, rule)
             curves.record(step, W, L_full)
         if sched.tol > 0 and L_full is not None:
             active = _stop(active, converged, L_full, sched.tol)
@@ -275,7 +249,7 @@ def _optimise(problem: _Problem, W, rule, sched: _Schedule, curves: _Curves, bat
         W = rule.step(W, g, active)
         n_steps += to_host(active).astype(int)
     L_final = problem.loss(W)
-    _check_finite(L_final, None, sched.steps, rule)
+    check_finite(L_final, None, sched.steps, rule)
     final_step = int(n_steps.max())  # after the last update, or where every restart stopped
     if not curves.steps or curves.steps[-1] != final_step:
         curves.record(final_step, W, L_final)
@@ -291,13 +265,20 @@ def _training_data(X, y):
 
 
 def _train(problem: _Problem, W, rule, sched: _Schedule, curves: _Curves, seed):
-    """Run :func:`_optimise` (mini-batches drawn from ``seed``); returns ``(W, n_steps, converged, seconds)``."""
-    batches = None if sched.batch_size is None else _Batches(problem.n, sched.batch_size, seed,
-                                                             get_array_module(W))
-    t0 = time.perf_counter()
-    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported by _check_finite
+    """Run :func:`_optimise` and judge the outcome (:mod:`aimlib.gd.checks`).
+
+    Mini-batches are drawn from ``seed``.  Returns ``(W, n_steps, converged, seconds)``.
+    """
+    check_informative(problem.y, sched.tol, problem.beta)
+    batches = None if sched.batch_size is None else Batches(problem.n, sched.batch_size, seed,
+                                                            get_array_module(W))
+    F0, t0 = penalty(curves.objective, W), time.perf_counter()
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported by check_finite
         W, n_steps, converged = _optimise(problem, W, rule, sched, curves, batches)
-    return W, n_steps, converged, time.perf_counter() - t0
+    seconds = time.perf_counter() - t0
+    F0, F1 = F0 + curves.train[0], penalty(curves.objective, W) + curves.train[-1]
+    check_outcome(curves, F0, F1, n_steps, converged, rule, sched, problem.beta)
+    return W, n_steps, converged, seconds
 
 
 def _result(W, n_steps, converged, seconds: float, curves: _Curves) -> GDResult:
@@ -324,7 +305,7 @@ def train_gd(X, y, *, rank: int | None = None, rho: float | None = None, beta: f
              adam_betas=(0.9, 0.999), adam_eps: float = 1e-8, batch_size: int | None = None,
              tol: float = 1e-10, S=None, X_test=None, y_test=None, record_every: int = 10,
              memory_mb: float = MEMORY_MB, student: str = "factorised",
-             weight_decay: float = 0.0) -> GDResult:
+             weight_decay: float = 0.0, on_max_iter: str = "return") -> GDResult:
     r"""Train ``restarts`` students ``S_hat = W W^T / sqrt(r d)`` (or direct ones) on ``(X, y)`` at once.
 
     Parameters
@@ -360,7 +341,8 @@ def train_gd(X, y, *, rank: int | None = None, rho: float | None = None, beta: f
         Early stopping: a restart stops (its weights are frozen) as soon as its
         training loss is ``<= tol`` (with mini-batches, checked on the full
         training loss at the recording steps); ``0`` disables it.  The loop ends when
-        every restart has stopped.
+        every restart has stopped.  A ``tol`` that the constant output ``1/T``
+        already meets (targets uniform to ``tol``, e.g. a tiny ``beta``) is refused.
     S : array (d, d), optional
         The teacher, to record the estimation error.
     X_test, y_test : arrays, optional
@@ -373,18 +355,23 @@ def train_gd(X, y, *, rank: int | None = None, rho: float | None = None, beta: f
     student, weight_decay : {'factorised', 'direct'}, float
         The student and ``lambda >= 0`` (:mod:`aimlib.gd.objective`; a direct student has
         no ``rank``, ``init (k, d, d)``); losses and ``tol`` are about the square loss alone.
+    on_max_iter : {'return', 'warn', 'raise'}
+        What a restart that has not reached ``tol`` after ``steps`` steps does
+        (:mod:`aimlib.errors`; default: returned, flagged in ``converged``).
 
     Returns
     -------
     GDResult
-        Raises :class:`aimlib.ConvergenceError` if a loss or gradient becomes NaN or infinite.
+        Raises :class:`aimlib.ConvergenceError` if a restart diverges (a NaN or
+        infinite loss, a loss above its start, an error far above the data-free
+        estimate's) or makes no progress: the rules of :mod:`aimlib.gd.checks`.
     """
     X, y = _training_data(X, y)
     n, T, d = X.shape
     objective = Objective(student, weight_decay)
     problem = _Problem(X, y, check_beta(beta), objective)
     rule = make_optimizer(optimizer, lr=lr, adam_betas=adam_betas, adam_eps=adam_eps)
-    sched = _schedule(steps, tol, record_every, batch_size, n)
+    sched = _schedule(steps, tol, record_every, batch_size, n, on_max_iter)
     init_scale = v.positive("init_scale", init_scale)
     S, test = _teacher_and_test(S, X_test, y_test, X)
     init, k, r = _width_and_restarts(init, rank, rho, restarts, d, objective.student)
