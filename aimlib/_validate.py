@@ -1,6 +1,7 @@
 """Input checks shared by every public function: clear errors that name the parameter."""
 from __future__ import annotations
 
+import contextvars
 import math
 import numbers
 import os
@@ -15,7 +16,10 @@ from .backend import get_array_module
 RHO_RANGE = (1e-4, 1e4)
 #: Default memory budget (MiB) of the routines that allocate sizes the user chooses: 8 GiB.
 MEMORY_MB = 8192.0
-_MINIMUM = {"T": 2}
+_MINIMUM = {"T": 2, "d": 2}
+#: what a memory error advises besides lowering a size; ``None`` where the budget is no
+#: parameter of the caller (the command line sets it so, see :func:`aimlib.cli.main`)
+MEMORY_ADVICE: contextvars.ContextVar = contextvars.ContextVar("MEMORY_ADVICE", default="raise memory_mb")
 
 
 def positive(name: str, value, *, allow_inf: bool = False) -> float:
@@ -78,7 +82,8 @@ def integer(name: str, value, minimum: int | None = None, maximum: int | None = 
 def choice(name: str, value, allowed) -> str:
     """Return ``value`` if it is one of ``allowed``, else raise ``ValueError``."""
     if value not in allowed:
-        raise ValueError(f"{name} must be one of {sorted(allowed)}, got {value!r}")
+        shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
+        raise ValueError(f"{name} must be one of {sorted(allowed)}, got {shown}")
     return value
 
 
@@ -159,17 +164,26 @@ def check_memory(need, sizes: dict, memory_mb: float, *, what: str = "the arrays
     lowered alone, must shrink by the largest factor to fit, and the range it
     may take; ``via`` maps a size set through another parameter to
     ``(parameter, value, scale)`` so that the range is stated for the
-    parameter (``n = alpha d^2``: ``via={'n': ('alpha', alpha, d * d)}``).
+    parameter (``n = alpha d^2``: ``via={'n': ('alpha', alpha, d * d)}``); with
+    such an ``n``, lowering ``d`` lowers ``n = alpha d^2`` with it.  The advice
+    to raise ``memory_mb`` follows :data:`MEMORY_ADVICE`.
     """
     budget = memory_mb * 2**20
     total = need(**sizes)
     if total <= budget:
         return
+    via = via or {}
+
+    def trial(name, x):  # the sizes with ``name = x``; n = alpha d^2 follows a lowered d
+        t = {**sizes, name: x}
+        if name == "d" and "n" in via and "n" in sizes:
+            t["n"] = max(1, round(min(via["n"][1] * x * x, 1e30)))
+        return t
+
     limits = {}
     for name, value in sizes.items():
-        limits[name] = _largest(lambda x, name=name: need(**{**sizes, name: x}) <= budget, value,
+        limits[name] = _largest(lambda x, name=name: need(**trial(name, x)) <= budget, value,
                                 _MINIMUM.get(name, 1))
-    via = via or {}
 
     def shown(name):  # "restarts = 8", or "alpha = 0.1 (n = 40)" for a size set through a parameter
         if name not in via:
@@ -177,11 +191,13 @@ def check_memory(need, sizes: dict, memory_mb: float, *, what: str = "the arrays
         size = f" ({name} = {sizes[name]})" if sizes[name] < 10**12 else ""
         return f"{via[name][0]} = {via[name][1]!r}{size}"
 
-    head = f"{what} need about {total / 2**20:.3g} MiB, more than memory_mb = {memory_mb:g}"
+    advice = MEMORY_ADVICE.get()
+    budget_name = f"memory_mb = {memory_mb:g}" if advice else f"the {memory_mb:g} MiB allowed"
+    head = f"{what} need about {total / 2**20:.3g} MiB, more than {budget_name}"
     fixable = [name for name in sizes if limits[name] is not None]
     if not fixable:
         too_big = [shown(k) for k in sizes if sizes[k] > _MINIMUM.get(k, 1)]
-        raise ValueError(f"{head}; lower {', '.join(too_big)} or raise memory_mb")
+        raise ValueError(f"{head}; lower {', '.join(too_big)}{f' or {advice}' if advice else ''}")
     name = max(fixable, key=lambda k: sizes[k] / limits[k])
     others = ", ".join(shown(k) for k in sizes if k != name)
     if name in via:
@@ -189,7 +205,8 @@ def check_memory(need, sizes: dict, memory_mb: float, *, what: str = "the arrays
         allowed = f"(0, {_round_down(limits[name] / scale):.4g}]"
     else:
         param, allowed = name, f"[{_MINIMUM.get(name, 1)}, {limits[name]}]"
-    raise ValueError(f"{shown(name)}: {head}; at {others}, {param} must be in {allowed} (or raise memory_mb)")
+    raise ValueError(f"{shown(name)}: {head}; at {others}, {param} must be in {allowed}"
+                     + (f" (or {advice})" if advice else ""))
 
 
 def bounded(name: str, value, low: float | None = None, high: float | None = None, *,

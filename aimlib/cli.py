@@ -49,7 +49,9 @@ Exit status (every command): 0 a result, 1 a solver failure (no convergence
 within the iteration cap, divergence, an inconsistent final state; the rule of
 :mod:`aimlib.errors`), 2 bad input (one line on stderr naming the parameter:
 argparse errors and the library's ``ValueError``/``TypeError`` alike).  An
-option that a command or channel does not use is refused, not ignored.
+option that a command or channel does not use is refused, not ignored; so are
+a repeated option and a number that is not finite or out of its range, before
+any work starts (:mod:`aimlib.cli_checks`).
 
 Extending
 ---------
@@ -67,18 +69,13 @@ from typing import Callable
 
 import numpy as np
 
+from . import _validate
+from .cli_checks import (RANGES, Once, Parser, check_channel, check_gd, check_numbers, check_samples,
+                         token_law_type)
 from .errors import ConvergenceError
-from .tokens import parse_token_law
 
 __all__ = ["main", "build_parser", "register_command", "COMMANDS"]
-
-
-class _Parser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose errors are one line on stderr, exit status 2."""
-
-    def error(self, message):  # noqa: D401 - argparse API
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
+_Parser, _Once = Parser, Once  # one line per error, every option at most once (aimlib.cli_checks)
 
 class UsageError(ValueError):
     """A bad combination of command-line arguments (exit status 2)."""
@@ -88,37 +85,27 @@ class UsageError(ValueError):
 # se and threshold
 # ---------------------------------------------------------------------------
 
-class _Once(argparse.Action):
-    """Store an option's value, refusing a second occurrence (``--alpha 1 --alpha 2``)."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        if getattr(namespace, "_given_" + self.dest, False):
-            parser.error(f"{option_string} given twice; list every value after one {option_string}")
-        setattr(namespace, "_given_" + self.dest, True)
-        setattr(namespace, self.dest, values)
-
-
 def _add_channel(p):
     p.add_argument("--channel", default="softmax", choices=["softmax", "hardmax", "linear", "deep-hardmax"],
                    help="output channel (default: softmax); deep-hardmax: two hardmax attention layers")
-    p.add_argument("--beta", type=float, default=None, action=_Once,
-                   help="softmax inverse temperature (softmax only; default: 1)")
-    p.add_argument("--noise", type=float, default=None, action=_Once,
-                   help="label-noise variance Delta_out (default: 0)")
-    p.add_argument("--c", type=float, default=None, action=_Once,
-                   help="residual strength of the deep-hardmax channel (default: 0.5)")
-    p.add_argument("--layers", type=int, default=None, action=_Once,
+    p.add_argument("--beta", type=RANGES["beta"], default=None, action=_Once,
+                   help="softmax inverse temperature in (0, 1e30] (softmax only; default: 1)")
+    p.add_argument("--noise", type=RANGES["noise"], default=None, action=_Once,
+                   help="label-noise variance Delta_out in [0, 1e6] (default: 0)")
+    p.add_argument("--c", type=RANGES["c"], default=None, action=_Once,
+                   help="residual strength of the deep-hardmax channel, in [-100, 100] (default: 0.5)")
+    p.add_argument("--layers", type=RANGES["layers"], default=None, action=_Once,
                    help="attention layers (index matrices per sample); must match the channel")
 
 
 def _add_rho(p):
-    p.add_argument("--rho", type=float, nargs="+", default=[0.5], action=_Once,
-                   help="width ratio rho = r/d, one per layer (default: 0.5)")
+    p.add_argument("--rho", type=RANGES["rho"], nargs="+", default=[0.5], action=_Once,
+                   help="width ratio rho = r/d in [1e-4, 1e4], one per layer (default: 0.5)")
 
 
 def _add_common(p):
     _add_channel(p)
-    p.add_argument("--T", type=int, default=2, action=_Once, help="sequence length T >= 2 (default: 2)")
+    p.add_argument("--T", type=RANGES["T"], default=2, action=_Once, help="sequence length T >= 2 (default: 2)")
     _add_rho(p)
 
 
@@ -126,6 +113,7 @@ def _channel(args):
     """The channel of ``--channel`` and its options, with ``args.rho`` checked against its layers."""
     from .channels import make_channel
 
+    check_channel(args, args.command)
     ch = make_channel(args.channel, beta=args.beta, noise=args.noise, c=args.c)
     L = ch.n_indices
     if args.layers is not None and args.layers != L:
@@ -151,8 +139,8 @@ def _values(x) -> list:
 
 def _se_arguments(p):
     _add_common(p)
-    p.add_argument("--alpha", type=float, nargs="+", required=True, action=_Once,
-                   help="sample complexities alpha = n/d^2")
+    p.add_argument("--alpha", type=RANGES["alpha_se"], nargs="+", required=True, action=_Once,
+                   help="sample complexities alpha = n/d^2 >= 0")
     p.add_argument("--method", default="auto", choices=["auto", "closed", "iterate"],
                    help="closed form (noiseless softmax/linear) or SE iteration (default: auto)")
 
@@ -220,60 +208,62 @@ def _print_row(columns: list[str], row: dict) -> None:
 
 
 def _run_arguments(p):
-    p.add_argument("--T", type=int, default=2, action=_Once, help="sequence length T (default: 2)")
+    p.add_argument("--T", type=RANGES["T"], default=2, action=_Once, help="sequence length T (default: 2)")
     _add_rho(p)
-    p.add_argument("--alpha", type=float, required=True, action=_Once, help="sample complexity alpha = n/d^2")
-    p.add_argument("--d", type=int, required=True, action=_Once, help="dimension d")
-    p.add_argument("--seed", type=int, default=0, action=_Once,
+    p.add_argument("--alpha", type=RANGES["alpha"], required=True, action=_Once,
+                   help="sample complexity alpha = n/d^2 > 0")
+    p.add_argument("--d", type=RANGES["d"], required=True, action=_Once, help="dimension d >= 2")
+    p.add_argument("--seed", type=RANGES["seed"], default=0, action=_Once,
                    help="seed of the data and of the run (default: 0)")
     p.add_argument("--backend", choices=["numpy", "cupy"], default=None,
                    help="array backend (default: numpy unless AIMLIB_BACKEND=cupy)")
     p.add_argument("--dtype", choices=["float32", "float64"], default=None,
                    help="working precision (default: the method's own)")
-    p.add_argument("--tokens", type=_token_law, default=None, action=_Once,
+    p.add_argument("--tokens", type=token_law_type, default=None, action=_Once,
                    help="law of the token entries: a name, or JSON with 'name' and parameters (default: gaussian)")
-
-
-def _token_law(text: str):
-    """``--tokens`` by :func:`aimlib.tokens.parse_token_law`, its error message shown by argparse."""
-    try:
-        return parse_token_law(text)
-    except (ValueError, TypeError) as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _amp_arguments(p):
     _run_arguments(p)
     _add_channel(p)
-    p.add_argument("--max-iter", type=int, default=300, help="iteration cap (default: 300)")
+    p.add_argument("--max-iter", type=RANGES["positive_int"], default=300, help="iteration cap (default: 300)")
     p.add_argument("--on-max-iter", choices=["raise", "warn", "return"], default="raise",
                    help="at the cap: fail with exit status 1 (default), or print the unconverged row")
+    p.add_argument("--damping", type=RANGES["damping"], default=None, help="damping in [0, 1) (default: GAMP's)")
+    p.add_argument("--tol", type=RANGES["tol"], default=None, help="stopping tolerance in (0, 1] (default: GAMP's)")
 
 
 def _amp_run(args) -> int:
     from . import amp
 
     ch = _channel(args)
+    check_samples(args)
+    given = {k: getattr(args, k) for k in ("damping", "tol") if getattr(args, k) is not None}
     row = amp.run_amp(ch, args.T, _rho(args, ch), args.alpha, args.d, args.seed, backend=args.backend,
                       dtype=args.dtype, tokens=args.tokens, max_iter=args.max_iter,
-                      on_max_iter=args.on_max_iter)
-    _print_row(["alpha", "d", "seed", "mmse", "iterations", "seconds"], row)
+                      on_max_iter=args.on_max_iter, **given)
+    flagged = ["converged"] if args.on_max_iter != "raise" else []   # rows that may stop unconverged
+    _print_row(["alpha", "d", "seed", "mmse", "iterations", "seconds"] + flagged,
+               dict(row, converged=int(row["converged"])))
     return 0
 
 
 def _gd_arguments(p):
     _run_arguments(p)
-    p.add_argument("--beta", type=float, default=1.0, action=_Once,
-                   help="softmax inverse temperature (default: 1)")
-    p.add_argument("--restarts", type=int, default=1, help="students averaged (default: 1)")
-    p.add_argument("--steps", type=int, default=1000, help="Adam steps (default: 1000)")
+    p.add_argument("--beta", type=RANGES["beta"], default=1.0, action=_Once,
+                   help="softmax inverse temperature in (0, 1e30] (default: 1)")
+    p.add_argument("--restarts", type=RANGES["positive_int"], default=1, help="students averaged (default: 1)")
+    p.add_argument("--steps", type=RANGES["positive_int"], default=1000, help="Adam steps (default: 1000)")
     p.add_argument("--student", choices=["factorised", "direct"], default="factorised",
                    help="W W^T / sqrt(k d) of width --rank, or S_hat trained entrywise (default: factorised)")
-    p.add_argument("--rank", type=int, default=None,
+    p.add_argument("--rank", type=RANGES["positive_int"], default=None,
                    help="width k of the factorised student (default: the teacher's, rho d)")
-    p.add_argument("--weight-decay", type=float, default=0.0,
-                   help="lambda >= 0: adds (lambda/2) Tr S_hat (factorised) or (lambda/2) ||S_hat||_F^2 "
+    p.add_argument("--weight-decay", type=RANGES["weight_decay"], default=0.0,
+                   help="lambda in [0, 1e6]: adds (lambda/2) Tr S_hat (factorised) or (lambda/2) ||S_hat||_F^2 "
                         "(direct) to the loss (default: 0)")
+    p.add_argument("--on-max-iter", choices=["raise", "warn", "return"], default="return",
+                   help="if --steps end before the tolerance: print the row (default: the steps are a "
+                        "budget) or fail with exit status 1 ('raise'); divergence or no progress always fails")
 
 
 def _gd_run(args) -> int:
@@ -281,10 +271,11 @@ def _gd_run(args) -> int:
 
     if len(args.rho) != 1:
         raise UsageError(f"--rho must hold one width ratio for gd, got {len(args.rho)}")
+    check_gd(args)
     row = gd.run_gd(args.T, args.rho[0], args.alpha, args.d, args.seed, restarts=args.restarts,
                     backend=args.backend, dtype=args.dtype, beta=args.beta, steps=args.steps,
                     student=args.student, weight_decay=args.weight_decay, tokens=args.tokens,
-                    **({} if args.rank is None else {"rank": args.rank}))
+                    on_max_iter=args.on_max_iter, **({} if args.rank is None else {"rank": args.rank}))
     _print_row(["alpha", "d", "seed", "restarts", "mmse_single", "mmse_averaged", "seconds"], row)
     return 0
 
@@ -300,7 +291,7 @@ def _sweep_arguments(p):
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="'local' (a Dask LocalCluster), a Dask scheduler address tcp://host:port, "
                         "or 'serial' (default: a local process pool)")
-    p.add_argument("--workers", type=int, default=None,
+    p.add_argument("--workers", type=RANGES["positive_int"], default=None,
                    help="local worker processes (default: the number of CPUs)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--dry-run", action="store_true",
@@ -316,8 +307,8 @@ def _sweep_run(args) -> int:
     spec = sweep.load_spec(args.spec)
     out = args.out if args.out is not None else str(Path(args.spec).with_suffix(".csv"))
     _validate.output_file("--out", out)
-    if args.workers is not None and args.workers < 1:
-        raise UsageError(f"--workers must be >= 1, got {args.workers}")
+    if args.workers is not None:
+        sweep.check_workers("--workers", args.workers)
     prog = "python -m aimlib sweep"
     import signal
     import threading
@@ -334,6 +325,9 @@ def _sweep_run(args) -> int:
                                      progress=not args.no_progress, dry_run=args.dry_run)
         except ImportError as exc:
             raise UsageError(str(exc)) from None
+        except sweep.StorageError as exc:
+            print(f"{prog}: error: {' '.join(str(exc).split())}", file=sys.stderr)
+            return 1
         except KeyboardInterrupt:
             print(f"{prog}: interrupted; the finished rows are in {out}, run the same command "
                   "again to resume", file=sys.stderr)
@@ -396,8 +390,11 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     prog = f"python -m aimlib {args.command}"
+    advice = _validate.MEMORY_ADVICE.set(None)  # the memory budget is no option of the command line
     try:
-        return int(args._run(args) or 0)
+        check_numbers(args)
+        with np.errstate(all="ignore"):  # no floating-point warnings on stderr: the results are checked
+            return int(args._run(args) or 0)
     except (ValueError, TypeError, NotImplementedError) as exc:
         msg = " ".join(str(exc).split())
         print(f"{prog}: error: {msg}", file=sys.stderr)
@@ -406,3 +403,5 @@ def main(argv=None) -> int:
         msg = " ".join(str(exc).split())
         print(f"{prog}: error: {msg}", file=sys.stderr)
         return 1
+    finally:
+        _validate.MEMORY_ADVICE.reset(advice)

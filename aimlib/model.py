@@ -185,14 +185,17 @@ def sample_dataset(alpha: float, d: int, T: int, rho: float, channel: Channel, s
     if not isinstance(channel, Channel):
         raise TypeError(f"channel must be an aimlib.channels.Channel, got {type(channel).__name__}")
     rng = v.generator(seed)
-    n = n_samples(alpha, d)
+    alpha, d = v.positive("alpha", alpha), v.integer("d", d, minimum=1)
     L = channel.n_indices
     rhos = widths(channel, rho)
     T = v.integer("T", T, minimum=2)
     itemsize = np.dtype(dtype).itemsize
-    v.check_memory(lambda n, d: dataset_bytes(n, d, T, rhos, itemsize), {"n": n, "d": d},
+    # memory first (every size, T included, may be the one to lower), then the cap on n
+    v.check_memory(lambda n, d, T: dataset_bytes(n, d, T, rhos, itemsize),
+                   {"n": max(1, round(min(alpha * d * d, 1e30))), "d": d, "T": T},
                    v.positive("memory_mb", memory_mb), what="the arrays of the data set",
                    via={"n": ("alpha", alpha, d * d)})
+    n = n_samples(alpha, d)
     teachers = [sample_teacher(d, r, rng, backend=backend, dtype=dtype) for r in rhos]
     S = teachers[0] if L == 1 else get_array_module(teachers[0]).stack(teachers)
     X = sample_tokens(n, T, d, rng, backend=backend, dtype=dtype, tokens=tokens)

@@ -139,8 +139,10 @@ def _param(name: str, key: str, value):
 def parse_token_law(text: str) -> TokenLaw:
     """A law from text (the command line's ``--tokens``): a name, or a JSON object of ``name`` and parameters.
 
-    Raises ``ValueError`` naming ``tokens``: for text that is neither, and (from
-    :func:`token_law`) for a law or parameter out of range.
+    Raises ``ValueError`` naming ``tokens``: for text that is neither, for JSON
+    nested deeper than :data:`MAX_DEPTH` (also where ``json`` itself would
+    recurse too deeply), and (from :func:`token_law`) for a law or parameter
+    out of range.
     """
     import json
 
@@ -148,8 +150,33 @@ def parse_token_law(text: str) -> TokenLaw:
     try:
         spec = json.loads(text) if text.startswith("{") else text
     except json.JSONDecodeError as exc:
-        raise ValueError(f"tokens must be a law name or a JSON object, got {text!r} ({exc.msg})") from None
+        shown = text if len(text) <= 80 else text[:77] + "..."
+        raise ValueError(f"tokens must be a law name or a JSON object, got {shown!r} ({exc.msg})") from None
+    except RecursionError:  # thousands of nested brackets
+        spec = None
+    depth = _depth(spec) if spec is not None else MAX_DEPTH + 1
+    if depth > MAX_DEPTH:
+        got = "more" if spec is None else depth
+        raise ValueError(f"tokens must be a JSON object nested at most {MAX_DEPTH} levels deep (a law's "
+                         f"parameters are numbers, or for cov a list of lists), got {got}")
     return token_law(spec)
+
+
+#: nesting of a JSON law: the object, ``cov``, its rows
+MAX_DEPTH = 3
+
+
+def _depth(x) -> int:
+    """Nesting depth of parsed JSON (``1`` for an object of numbers), without recursion."""
+    deepest, stack = 0, [(x, 1)]
+    while stack:
+        y, level = stack.pop()
+        if isinstance(y, dict):
+            y = list(y.values())
+        if isinstance(y, list):
+            deepest = max(deepest, level)
+            stack.extend((z, level + 1) for z in y)
+    return deepest
 
 
 def token_law(tokens=None) -> TokenLaw:

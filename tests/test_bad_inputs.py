@@ -6,6 +6,8 @@ reported as a success.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -47,19 +49,21 @@ def test_solver_failures_exit_1(capsys, argv, words):
 def test_an_unconverged_row_only_on_request(capsys):
     status, out, _ = run(capsys, ["amp", "--alpha", "0.1", "--d", "20", "--max-iter", "2",
                                   "--on-max-iter", "return"])
-    assert status == 0 and out.splitlines()[0] == "alpha,d,seed,mmse,iterations,seconds"
+    header, row = out.splitlines()
+    assert status == 0 and header == "alpha,d,seed,mmse,iterations,seconds,converged"
+    assert row.split(",")[-1] == "0"   # the row says it did not converge
 
 
 @pytest.mark.parametrize("argv, words", [
     (["amp", "--alpha", "1e308", "--d", "50"], ["alpha must be in (0, "]),
-    (["amp", "--alpha", "0.1", "--d", "100000000"], ["more than memory_mb", "d = 100000000"]),
+    (["amp", "--alpha", "0.1", "--d", "100000000"], ["MiB allowed", "d = 100000000", "d must be in [2, "]),
     (["gd", "--alpha", "1e308", "--d", "20"], ["alpha"]),
     (["gd", "--alpha", "0.1", "--d", "20", "--steps", "5", "--restarts", "100000000"], ["restarts"]),
-    (["amp", "--rho", "2e4", "--alpha", "0.1", "--d", "30"], ["rho must be in [0.0001, 10000.0]"]),
-    (["amp", "--beta", "100", "--alpha", "0.1", "--d", "30"], ["beta = 100", "beta must be lower"]),
-    (["gd", "--beta", "1e308", "--alpha", "0.1", "--d", "20"], ["beta must be in (0, 1e+30]"]),
-    (["se", "--T", "1", "--alpha", "0.1"], ["T must be >= 2"]),
-    (["threshold", "--T", "1"], ["T must be >= 2"]),
+    (["amp", "--rho", "2e4", "--alpha", "0.1", "--d", "30"], ["--rho must be in [0.0001, 10000]"]),
+    (["amp", "--beta", "100", "--alpha", "0.1", "--d", "30"], ["beta = 100", "lower beta"]),
+    (["gd", "--beta", "1e308", "--alpha", "0.1", "--d", "20"], ["--beta must be in (0, 1e+30]"]),
+    (["se", "--T", "1", "--alpha", "0.1"], ["--T must be an integer >= 2"]),
+    (["threshold", "--T", "1"], ["--T must be an integer >= 2"]),
     (["se", "--channel", "hardmax", "--beta", "2", "--alpha", "0.1"], ["beta is not a parameter of the hardmax"]),
     (["amp", "--channel", "linear", "--beta", "2", "--alpha", "0.1", "--d", "20"], ["beta is not a parameter"]),
     (["threshold", "--channel", "hardmax", "--rho", "0", "--T", "3", "--noise", "1"], ["--T 2, no --noise"]),
@@ -144,3 +148,111 @@ def test_the_token_law_reaches_the_run(capsys):
     assert float(out.splitlines()[1].split(",")[4]) == pytest.approx(expected["mmse_single"], rel=1e-6)
     plain = gd.run_gd(2, 0.5, 0.3, 12, 0, steps=50)
     assert expected["mmse_single"] != pytest.approx(plain["mmse_single"], rel=1e-3)
+
+
+# --------------------------------------------------------------------------- issue 22, items 10-12
+def _options():
+    """``(command, action)`` for every option of every command of the parser."""
+    parser = cli.build_parser()
+    commands = next(a for a in parser._actions if a.dest == "command").choices
+    return [(name, a) for name, sub in commands.items() for a in sub._actions
+            if a.option_strings and a.dest != "help"]
+
+
+_VALID = {"--d": "20", "--T": "2", "--tokens": "gaussian", "--out": "x.csv", "--scheduler": "serial",
+          "--damping": "0.5", "--tol": "0.001"}
+
+
+def _value(action):
+    if action.nargs == 0:
+        return []
+    return [action.choices[0] if action.choices else _VALID.get(action.option_strings[0], "1")]
+
+
+@pytest.mark.parametrize("command, action", _options(), ids=lambda x: getattr(x, "dest", x))
+def test_every_option_refuses_a_repeat(capsys, command, action):
+    """Item 12: one rule for every option, choices and flags included (no 'last one wins')."""
+    opt = action.option_strings[-1]
+    status, out, err = run(capsys, [command, opt, *_value(action), opt, *_value(action)])
+    assert status == 2 and out == ""
+    _one_line_error(err, f"{opt} given twice")
+
+
+_NUMERIC = [(c, a) for c, a in _options()
+            if a.type not in (None, str) and a.choices is None and a.nargs != 0 and a.dest != "tokens"]
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan", "1e999"])
+@pytest.mark.parametrize("command, action", _NUMERIC, ids=lambda x: getattr(x, "dest", x))
+def test_every_number_must_be_finite_and_in_its_range(capsys, command, action, value):
+    """Item 12: ``--rho inf`` was accepted; ``-inf`` read as an option.  Now: the option and its range."""
+    opt = action.option_strings[-1]
+    required = {"se": ["--alpha", "0.1"], "amp": ["--alpha", "0.1", "--d", "20"], "gd": ["--alpha", "0.1", "--d", "20"],
+                "sweep": ["spec.yaml"]}.get(command, [])
+    if opt in required:
+        i = required.index(opt)
+        required = required[:i] + required[i + 2:]
+    status, out, err = run(capsys, [command, *required, opt, value])
+    assert status == 2 and out == ""
+    _one_line_error(err, f"{opt} must be ", (" in [", " in (", ">= ", "> "))
+
+
+_INTERNAL = re.compile(r"\b(q must|Q0|delta must|omega|y must|memory_mb|lr|max_iter)\b")
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["se", "--channel", "deep-hardmax", "--rho", "1e-4", "1e-4", "--alpha", "0.1"], ["lower alpha", "raise rho"]),
+    (["se", "--channel", "hardmax", "--alpha", "1e300"], ["alpha = 1e+300", "smaller alpha"]),
+    (["se", "--rho", "inf", "--alpha", "0.1"], ["--rho", "[0.0001, 10000]"]),
+    (["se", "--noise", "1e300", "--alpha", "0.1"], ["--noise", "[0, 1e+06]"]),
+    (["amp", "--channel", "linear", "--noise", "1e300", "--alpha", "0.1", "--d", "20"], ["--noise", "[0, 1e+06]"]),
+    (["se", "--channel", "deep-hardmax", "--rho", "0.5", "0.5", "--c", "1e10", "--alpha", "0.1"],
+     ["--c", "[-100, 100]"]),
+    (["se", "--channel", "deep-hardmax", "--rho", "2e3", "2e3", "--alpha", "0.1"], ["--rho", "[0.0001, 1000]"]),
+    (["amp", "--channel", "hardmax", "--T", "3", "--alpha", "0.1", "--d", "20"], ["--T", "T = 2 only"]),
+    (["se", "--channel", "hardmax", "--noise", "0.1", "--alpha", "0.1"], ["--noise", "no Bayes side"]),
+    (["threshold", "--channel", "linear", "--noise", "0.1"], ["--noise", "needs --noise 0"]),
+    (["threshold", "--channel", "deep-hardmax", "--rho", "0.5", "0.5"], ["--channel deep-hardmax", "use se"]),
+    (["amp", "--beta", "1e4", "--alpha", "0.1", "--d", "20"], ["beta = 10000", "lower beta or rho"]),
+    (["amp", "--T", "1000000000", "--alpha", "0.1", "--d", "10"], ["T = 1000000000", "T must be in [2, "]),
+    (["gd", "--rank", "1000000000", "--alpha", "0.1", "--d", "12"], ["rank = 1000000000", "rank must be in [1, "]),
+    (["gd", "--d", "1000000000", "--alpha", "0.1"], ["d = 1000000000", "d must be in [2, "]),
+    (["gd", "--weight-decay", "1e300", "--alpha", "0.1", "--d", "12"], ["--weight-decay", "[0, 1e+06]"]),
+    (["gd", "--rho", "0", "--alpha", "0.1", "--d", "12"], ["--rho must be in [0.0001, 10000]"]),
+    (["amp", "--seed", "-1", "--alpha", "0.1", "--d", "12"], ["--seed", ">= 0"]),
+    (["amp", "--alpha", "1e-300", "--d", "20"], ["--alpha", "n = alpha d^2 < 1", ">= 1/d^2 = 0.0025"]),
+    (["amp", "--damping", "1", "--alpha", "0.1", "--d", "20"], ["--damping", "[0, 1)"]),
+    (["amp", "--tokens", '{"name": "sparse", "p": ' + "[" * 3000 + "]" * 3000 + "}", "--alpha", "0.1", "--d", "12"],
+     ["--tokens", "nested at most"]),
+])
+def test_messages_name_the_option_its_range_and_followable_advice(capsys, argv, words):
+    """Item 11 (and 10): no internal variable (q, Q0, delta, omega, y, memory_mb, lr) and no advice that
+    the command line cannot follow; item 10: deeply nested --tokens JSON is one line, not a RecursionError."""
+    status, out, err = run(capsys, argv)
+    assert status == 2 and out == ""
+    _one_line_error(err, *words)
+    assert not _INTERNAL.search(err), err
+
+
+def test_the_advised_d_fits():
+    """``amp --d 1e9`` advised a d whose n = alpha d^2 then failed again; the advised d now fits in memory."""
+    with pytest.raises(ValueError) as exc:
+        model.sample_dataset(0.1, 10**9, 2, 0.5, Softmax(), 0)
+    err = str(exc.value)
+    d_max = int(re.search(r"d must be in \[2, (\d+)\]", err).group(1))
+    for d, fits in [(d_max, True), (d_max + 1, False)]:
+        need = model.dataset_bytes(model.n_samples(0.1, d), d, 2, rhos=(0.5,))
+        assert (need <= model.v.MEMORY_MB * 2**20) == fits
+
+
+def test_the_advised_damping_and_tol_are_options(capsys, monkeypatch):
+    """GAMP's failures advise "a larger damping" and "loosen tol": both are options of amp (item 11),
+    passed to GAMP only when given (its own defaults otherwise)."""
+    from aimlib.amp import run as amp_run
+
+    seen, gamp_rie = [], amp_run.gamp_rie
+    monkeypatch.setattr(amp_run, "gamp_rie", lambda *a, **k: seen.append(k) or gamp_rie(*a, **k))
+    assert run(capsys, ["amp", "--alpha", "0.1", "--d", "20", "--damping", "0.7", "--tol", "1e-3"])[0] == 0
+    assert run(capsys, ["amp", "--alpha", "0.1", "--d", "20"])[0] == 0
+    assert (seen[0]["damping"], seen[0]["tol"]) == (0.7, 1e-3)
+    assert "damping" not in seen[1] and "tol" not in seen[1]

@@ -62,7 +62,7 @@ def test_threshold_softmax():
     (["se", "--rho", "-1", "--alpha", "0.1"], "rho"),
     (["se", "--T", "x", "--alpha", "0.1"], "--T"),
     (["se", "--alpha", "0.1", "--channel", "nope"], "channel"),
-    (["se", "--alpha", "-0.5"], "alphas"),
+    (["se", "--alpha", "-0.5"], "--alpha must be a finite number >= 0"),
     (["se"], "--alpha"),
     (["se", "--T", "3", "--alpha", "0.1", "--noise", "0.1"], "T = 2 only"),
     (["threshold", "--rho", "0"], "rho"),
@@ -132,8 +132,8 @@ def test_gd_prints_single_and_averaged_errors():
 
 
 @pytest.mark.parametrize("argv, match", [
-    (("amp", "--alpha", "0.1", "--d", "1"), "d must be >= 2"),
-    (("amp", "--alpha", "-0.1", "--d", "20"), "alpha must be > 0"),
+    (("amp", "--alpha", "0.1", "--d", "1"), "--d must be an integer >= 2"),
+    (("amp", "--alpha", "-0.1", "--d", "20"), "--alpha must be a finite number > 0"),
     (("amp", "--alpha", "0.1", "--d", "20", "--backend", "torch"), "invalid choice"),
     (("gd", "--alpha", "0.1", "--d", "20", "--restarts", "0"), "restarts"),
     (("gd", "--d", "20"), "--alpha"),
@@ -142,3 +142,14 @@ def test_amp_gd_bad_arguments_exit_2(argv, match):
     p = run(*argv)
     assert p.returncode == 2
     assert match in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args", [
+    ["se", "--channel", "hardmax", "--alpha", "1e-320"],            # 1/qhat overflows to inf: mmse 1, exact
+    ["se", "--channel", "softmax", "--noise", "0.1", "--alpha", "1e-320"],
+])
+def test_a_result_comes_without_floating_point_warnings(args):
+    """Exit 0 prints the result and nothing on stderr (a NumPy overflow warning is no message for the user)."""
+    p = run(*args)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    assert float(p.stdout.splitlines()[1].split(",")[1]) == 1.0

@@ -195,3 +195,17 @@ def test_the_shift_of_the_effective_teacher_has_the_stated_mean_and_variance():
     mean = math.sqrt(round(rho * d) / d) * np.trace(A) / math.sqrt(d)
     assert abs(deltas.mean() - mean) < 5 * math.sqrt(var / N)
     assert abs(deltas.var(ddof=1) / var - 1) < 5 * math.sqrt(2 / N) * 1.5
+
+
+@pytest.mark.parametrize("text", [
+    '{"name": "sparse", "p": ' + "[" * 5000 + "]" * 5000 + "}",   # json.loads itself recurses too deeply
+    '{"a": ' * 5000 + "1" + "}" * 5000,
+    '{"name": "sparse", "p": [[[[0.3]]]]}',                        # parses, but deeper than any law
+])
+def test_deeply_nested_json_is_a_value_error(text):
+    """Issue 22, item 10: a RecursionError (a traceback at the command line) became a ValueError."""
+    from aimlib.tokens import MAX_DEPTH, parse_token_law
+
+    with pytest.raises(ValueError, match=f"nested at most {MAX_DEPTH} levels deep"):
+        parse_token_law(text)
+    assert parse_token_law('{"name": "correlated", "cov": [[1, 0], [0, 1]]}').name == "correlated"

@@ -153,8 +153,11 @@ class DeepAttention(Channel):
         q, Q0, T, V = self._fisher_args(q, Q0, T)
         self._require_bayes(T)
         if min(V) <= 0 or max(a / b for a, b in zip(q, V)) > LAMBDA_MAX:
-            raise ValueError(f"q must satisfy q_l / (Q0_l - q_l) <= {LAMBDA_MAX:g} (the tabulated range of the "
-                             f"deep-hardmax F_out, errors V_l >= Q0_l/{1 + LAMBDA_MAX:g}), got q={q}, Q0={Q0}")
+            floor = tuple(float(f"{b / (1 + LAMBDA_MAX):.3g}") for b in Q0)
+            raise ValueError(f"errors mmse_l below (1 + rho_l)/{1 + LAMBDA_MAX:g} = {floor} are outside the "
+                             f"tabulated range of the deep-hardmax output function, got mmse = "
+                             f"{tuple(float(f'{x:.3g}') for x in V)}: lower alpha, or raise rho where the error "
+                             "is this small")
         return tuple(fisher_scaled(self.c, q[0] / V[0], q[1] / V[1]) / np.array(V))
 
     def log_partition(self, y, omega, V):

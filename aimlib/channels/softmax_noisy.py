@@ -94,7 +94,7 @@ def grid_size(V: float, beta: float, noise: float) -> int:
         w_min = s * STEP_FACTOR * 2 * T_HALF / (MAX_GRID - 1)
         raise ValueError(
             f"noise={noise:g} is too small for the noisy-softmax quadrature at beta={beta:g}, "
-            f"V={V:.3g} ({G} grid points > {MAX_GRID}); use noise >= {2 * (beta * w_min / 4) ** 2:.2g} "
+            f"V={V:.3g} ({G:.3g} grid points > {MAX_GRID}); use noise >= {2 * (beta * w_min / 4) ** 2:.2g} "
             "or the noiseless channel (noise=0), which is exactly solvable")
     return G
 

@@ -68,6 +68,19 @@ def _fisher(ch, q, Q0, T) -> np.ndarray:
     return np.asarray(ch.fisher(tuple(q), tuple(Q0), T), dtype=float)
 
 
+def _fisher_at(ch, V, Q0, T, alpha, rhos) -> np.ndarray:
+    """:func:`_fisher` at the errors ``V``; where it fails because ``V`` fell below the float64
+    resolution of ``Q0`` (``q = Q0 - V`` rounds to ``Q0``), the error names ``alpha``."""
+    try:
+        return _fisher(ch, Q0 - V, Q0, T)
+    except ValueError:
+        if not np.any(Q0 - V >= Q0):
+            raise
+        raise ValueError(f"alpha = {alpha:g} is beyond the reach of the {ch.name} state evolution at rho = "
+                         f"{_pack(np.asarray(rhos), len(rhos))}: the error falls below the float64 resolution "
+                         f"of 1 + rho (it is 0 to machine precision); use a smaller alpha") from None
+
+
 def _conjugate(alpha, F):
     """``qhat = alpha F`` with ``0 * inf = 0`` (no data carries no information)."""
     return np.array([alpha * f if (f != math.inf or alpha > 0) else 0.0 for f in F])
@@ -122,7 +135,7 @@ def fixed_point(alpha: float, channel="softmax", *, T: int = 2, rho=0.5, beta: f
     ms = [prior_mmse(r, mmse) for r in rhos]
     trace = [V]
     for it in range(1, max_iter + 1):
-        qhat = _conjugate(alpha, _fisher(ch, Q0 - V, Q0, T))
+        qhat = _conjugate(alpha, _fisher_at(ch, V, Q0, T, alpha, rhos))
         V_new = np.array([m(1.0 / qh) if qh > 0 else 1.0 for m, qh in zip(ms, qhat)])
         V_new = (1 - damping) * V_new + damping * V
         trace.append(V_new)
@@ -136,7 +149,7 @@ def fixed_point(alpha: float, channel="softmax", *, T: int = 2, rho=0.5, beta: f
         max_iter_reached(f"SE did not converge at alpha={alpha:g} within max_iter={max_iter} "
                          f"iterations (last change {change:.3g} > tol={tol:g}); increase max_iter or "
                          "damping", on_max_iter)
-    qhat = _conjugate(alpha, _fisher(ch, Q0 - V, Q0, T))
+    qhat = _conjugate(alpha, _fisher_at(ch, V, Q0, T, alpha, rhos))
     tr = np.asarray(trace)
     return SEResult(alpha=alpha, mmse=_pack(V, L), q=_pack(Q0 - V, L), qhat=_pack(qhat, L),
                     iterations=it, trace=tr[:, 0] if L == 1 else tr, method="iterate",

@@ -1,0 +1,216 @@
+r"""The input rules of the command line (:mod:`aimlib.cli`), applied before any work starts.
+
+* every option may be given once (:class:`Parser` makes each one :class:`Once`, flags and
+  choices included): a repeat is refused, never "the last one wins";
+* a number is finite and in its option's range (:class:`Number`, :func:`check_numbers`);
+  ``-inf`` and ``-1e5`` are read as values, so they are refused with the range too;
+* the rules that need several options (:func:`check_channel`: the ``--T`` a channel's Bayes
+  side supports, ``--noise`` of the hardmax, ``--rho 0``; :func:`check_samples`: ``amp``'s
+  ``n = alpha d^2 >= 1``; :func:`check_gd`: the arrays of ``gd`` with its ``--rank``).
+
+Every message is one line: the option as typed (``--rho``), its allowed range, and advice
+that the command line can follow.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import re
+
+__all__ = ["Parser", "Once", "OnceFlag", "Number", "check_numbers", "RANGES", "token_law_type", "check_channel",
+           "check_gd", "check_samples"]
+
+
+class Once(argparse.Action):
+    """Store an option's value, refusing a second occurrence (``--alpha 1 --alpha 2``)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, "_given_" + self.dest, False):
+            advice = (f"list every value after one {option_string}" if self.nargs in ("+", "*")
+                      else f"give {option_string} once")
+            parser.error(f"{option_string} given twice; {advice}")
+        setattr(namespace, "_given_" + self.dest, True)
+        setattr(namespace, self.dest, values)
+
+
+class OnceFlag(Once):
+    """A flag (``store_true``) that may be given once."""
+
+    def __init__(self, option_strings, dest, default=False, required=False, help=None):
+        super().__init__(option_strings, dest, nargs=0, const=True, default=default, required=required,
+                         help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        super().__call__(parser, namespace, True, option_string)
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` with one rule for every option of every command.
+
+    Errors are one line on stderr with exit status 2; an option stored by
+    value (the default action) or a ``store_true`` flag is given at most once;
+    ``-inf``, ``-nan`` and ``-1e5`` are values, not options.  Sub-commands get
+    the same class (``add_subparsers`` uses the parser's own class).
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(r"^-(\d|\.\d|inf|nan)", re.IGNORECASE)
+
+    def error(self, message):  # noqa: D401 - argparse API
+        message = _RANGE_ERROR.sub(r"\1 must be", " ".join(str(message).split()))  # "--rho must be in ..."
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+    def add_argument(self, *args, **kwargs):
+        if args and str(args[0])[:1] in self.prefix_chars:
+            action = kwargs.get("action")
+            if action in (None, "store"):
+                kwargs["action"] = Once
+            elif action == "store_true":
+                kwargs["action"] = OnceFlag
+        action = super().add_argument(*args, **kwargs)
+        if isinstance(action.type, Number):   # its range: check_numbers, after parsing
+            numbers = self._defaults.setdefault("_numbers", [])
+            numbers.append(action)
+        return action
+
+
+_RANGE_ERROR = re.compile(r"^argument (--[\w-]+): must be")
+
+
+def _g(x) -> str:
+    return f"{x:g}"
+
+
+class Number:
+    """An argparse ``type``: a number (``kind=int``: an integer), and its range, checked by :func:`check_numbers`.
+
+    Text that is no number is refused while parsing (exit status 2, argparse's
+    ``SystemExit``); a value that is not finite or out of range by
+    :func:`check_numbers`, whose error states the range: ``--rho must be in
+    [0.0001, 10000], got inf``.
+    """
+
+    def __init__(self, low=None, high=None, *, low_open: bool = False, high_open: bool = False, kind=float,
+                 shown: str | None = None):
+        self.low, self.high, self.low_open, self.high_open, self.kind = low, high, low_open, high_open, kind
+        integer = kind is int
+        if low is not None and high is not None:
+            text = f"{'(' if low_open else '['}{_g(low)}, {_g(high)}{')' if high_open else ']'}"
+            text = ("an integer in " if integer else "in ") + text
+        elif low is not None:
+            text = f"{'an integer ' if integer else 'a finite number '}{'>' if low_open else '>='} {_g(low)}"
+        else:
+            text = "an integer" if integer else "a finite number"
+        self.text = shown or text
+        self.__name__ = "integer" if integer else "number"
+
+    def __call__(self, s: str):
+        try:
+            return self.kind(s)
+        except (TypeError, ValueError):
+            raise argparse.ArgumentTypeError(f"must be {self.text}, got {s!r}") from None
+
+    def check(self, option: str, x) -> None:
+        lo, hi = self.low, self.high
+        if not (math.isfinite(x) and not (lo is not None and (x < lo or (self.low_open and x == lo)))
+                and not (hi is not None and (x > hi or (self.high_open and x == hi)))):
+            raise ValueError(f"{option} must be {self.text}, got {x!r}")
+
+
+number = Number
+
+
+def check_numbers(args) -> None:
+    """Every number given (or defaulted) is finite and in its option's range (:class:`Number`)."""
+    for action in getattr(args, "_numbers", ()):
+        value = getattr(args, action.dest, None)
+        for x in value if isinstance(value, list) else [] if value is None else [value]:
+            action.type.check(action.option_strings[-1], x)
+
+
+#: option -> its type (finite numbers in the range the library supports at the command line)
+RANGES = {
+    "alpha_se": number(0),                              # alpha = 0: the prior's error
+    "alpha": number(0, low_open=True),                  # a run needs n = alpha d^2 >= 1 samples
+    "rho": number(0, 1e4, shown="in [0.0001, 10000]"),  # 0 only for threshold --channel hardmax
+    "beta": number(0, 1e30, low_open=True),             # aimlib.channels.softmax.BETA_MAX
+    "noise": number(0, 1e6),                            # beyond, the labels carry nothing (SNR < 1e-6)
+    "c": number(-100, 100),                             # deep-hardmax residual strength
+    "T": number(2, kind=int),
+    "layers": number(1, kind=int),
+    "d": number(2, kind=int),
+    "seed": number(0, kind=int),
+    "positive_int": number(1, kind=int),                # --max-iter, --restarts, --steps, --rank
+    "weight_decay": number(0, 1e6),
+    "damping": number(0, 1, high_open=True),            # aimlib.amp.gamp_rie
+    "tol": number(0, 1, low_open=True),
+}
+
+def token_law_type(text: str):
+    """``--tokens`` by :func:`aimlib.tokens.parse_token_law`, its error message shown by argparse."""
+    from .tokens import parse_token_law
+
+    try:
+        return parse_token_law(text)
+    except (ValueError, TypeError) as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+_T2_ONLY = {"hardmax": "its Bayes side is a bivariate orthant probability",
+            "deep-hardmax": "its Bayes side is tabulated for two hardmax layers at T = 2"}
+
+
+def check_channel(args, command: str) -> None:
+    """The rules of ``--channel`` with ``--T``, ``--noise`` and ``--rho`` (``se``, ``threshold``, ``amp``)."""
+    ch, rho = args.channel, list(args.rho)
+    hardmax_limit = command == "threshold" and ch == "hardmax"
+    if not hardmax_limit and any(r < 1e-4 for r in rho):
+        raise ValueError(f"--rho must be in [0.0001, 10000], got {' '.join(_g(r) for r in rho)} (--rho 0 "
+                         "only for the weak-recovery threshold: threshold --channel hardmax --rho 0)")
+    if ch == "deep-hardmax" and any(r > 1e3 for r in rho):
+        raise ValueError(f"--rho must be in [0.0001, 1000] for --channel deep-hardmax (its output function "
+                         f"is tabulated for errors >= (1 + rho)/1001), got {' '.join(_g(r) for r in rho)}")
+    if command == "threshold":
+        if ch == "deep-hardmax":
+            raise ValueError("--channel deep-hardmax has no threshold here; threshold takes --channel "
+                             "softmax, linear or hardmax (use se to follow its error in --alpha)")
+        if ch != "hardmax" and args.noise:
+            raise ValueError(f"--noise {_g(args.noise)}: there is no perfect recovery with label noise; "
+                             "threshold needs --noise 0 (or no --noise)")
+        return
+    if ch == "hardmax" and args.noise:
+        raise ValueError(f"--noise {_g(args.noise)}: --channel hardmax has no Bayes side with label noise; "
+                         f"{command} needs --noise 0 (or no --noise) with the hardmax")
+    if ch in _T2_ONLY and args.T != 2:
+        raise ValueError(f"--T: --channel {ch} is available for T = 2 only ({_T2_ONLY[ch]}), got --T {args.T}")
+    if ch == "softmax" and args.noise and args.T != 2:
+        raise ValueError(f"--T: --channel softmax with --noise is available for T = 2 only, got --T {args.T}; "
+                         "without --noise every T >= 2 is solvable")
+
+
+def check_samples(args) -> None:
+    """``amp``: at least one sample, ``n = alpha d^2 >= 1``."""
+    if args.alpha * args.d * args.d < 1:
+        raise ValueError(f"--alpha {args.alpha:g} gives n = alpha d^2 < 1 sample at --d {args.d}: --alpha must be "
+                         f">= 1/d^2 = {1 / args.d**2:.4g} (or raise --d)")
+
+
+def check_gd(args) -> None:
+    """``gd``: ``--rho``, and its arrays against the memory budget before anything is sampled (``--rank``
+    counted, a default width following ``--d``)."""
+    from . import _validate as v
+    from .gd.memory import memory_estimate
+    from .model import teacher_width
+
+    d, rho, itemsize = args.d, args.rho[0], 8 if args.dtype == "float64" else 4
+    if rho < 1e-4:
+        raise ValueError(f"--rho must be in [0.0001, 10000], got {rho:g}")
+    n = max(1, round(min(args.alpha * d * d, 1e30)))
+    sizes = dict(restarts=args.restarts, n=n, d=d, T=args.T, **({} if args.rank is None else {"rank": args.rank}))
+
+    def need(restarts, n, d, T, rank=None):  # the default width follows d
+        rank = rank or (d if args.student == "direct" else teacher_width(d, rho))
+        return memory_estimate(n, T, d, rank, restarts, n_test=min(n, 2000), itemsize=itemsize)
+
+    v.check_memory(need, sizes, v.MEMORY_MB, via={"n": ("alpha", args.alpha, d * d)})
