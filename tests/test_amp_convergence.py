@@ -59,6 +59,18 @@ def test_the_collapse_is_a_failure_whatever_on_max_iter():
         _run(seed=4, on_max_iter="return")
 
 
+def test_a_collapse_returned_at_the_cap_is_a_failure():
+    # at max_iter=20 the prediction has collapsed to 1e-4 while the error is 0.044: a row
+    # returned unconverged may lag behind (m above e), never claim better than it measured
+    with pytest.raises(ConvergenceError, match="at the cap"):
+        _run(seed=4, max_iter=20, on_max_iter="return")
+
+
+def test_a_slow_recovery_returned_at_the_cap_is_flagged_not_refused():
+    r = _run(seed=1, max_iter=60, on_max_iter="return")   # m decays slowly, the error faster
+    assert not r["converged"] and r["reason"] == "max_iter" and r["mmse"] < r["m"]
+
+
 # ----------------------------------------------------------------------------- slow perfect recovery
 @pytest.mark.parametrize("seed", [1, 5, 6, 7])
 def test_slow_perfect_recovery_ends_as_perfect(seed):
