@@ -13,7 +13,8 @@
     data (:func:`aimlib.gd.run_gd`): ``mmse_single`` (mean error of the single
     students), ``mmse_single_std`` (their sample standard deviation) and
     ``mmse_averaged`` (error of their average); ``mmse`` is the first for
-    ``gd`` and the last for ``gd_avg``; ``train_loss``, ``test_loss`` (final
+    ``gd`` and the last for ``gd_avg``; ``converged`` (every restart reached
+    its tolerance before its ``steps``, which are a budget); ``train_loss``, ``test_loss`` (final
     square losses on the training set and on fresh samples) and ``n_nonzero``
     (eigenvalues of ``S_hat`` above :data:`aimlib.gd.EIG_TOL` in absolute
     value), each the mean over the restarts.
@@ -86,7 +87,8 @@ def _gd(run: Run, opts: dict) -> dict:
            if len(single) > 1 else float(out.get("mmse_single_std", 0.0)))
     avg = float(out["mmse_averaged"])
     return {"n": out["n"], "mmse": avg if run.method == "gd_avg" else mean,
-            "iterations": max(int(s) for s in out["n_steps"]), "mmse_single": mean,
+            "iterations": max(int(s) for s in out["n_steps"]), "converged": all(out["converged"]),
+            "mmse_single": mean,
             "mmse_single_std": std, "mmse_averaged": avg, **_restart_means(out)}
 
 
