@@ -93,9 +93,10 @@ class Softmax(Channel):
             raise ValueError(f"y must have shape (..., T, T), got {tuple(y.shape)}")
         xp = get_array_module(y)
         if not bool(xp.all(y > 0)):
-            raise ValueError(f"the softmax outputs underflow to 0 at beta = {self.beta:g}: exp(beta h) "
-                             "vanishes where beta |h_ab - h_ac| exceeds ~700 (the indices h grow like "
-                             "sqrt(1 + rho)); lower beta or rho (or use the hardmax)")
+            raise ValueError(f"an output entry is <= 0, but softmax outputs are positive: they "
+                             f"underflow to 0 at beta = {self.beta:g} where "
+                             "beta |h_ab - h_ac| exceeds ~700 (the indices h grow like sqrt(1 + rho)); "
+                             "lower beta or rho (or use the hardmax)")
         ly = xp.log(y)
         D = xp.swapaxes(ly, -1, -2) - ly
         L = D.mean(axis=-1)
