@@ -79,11 +79,20 @@ def integer(name: str, value, minimum: int | None = None, maximum: int | None = 
     return v
 
 
+def shortened(text: str, limit: int = 80) -> str:
+    """``text`` itself if it has at most ``limit`` characters, else cut to ``limit`` ending in ``'...'``."""
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def requested_samples(alpha: float, d: int) -> int:
+    """``n = round(alpha d^2)`` as a size for a memory check: at least 1, capped at ``1e30`` (an int)."""
+    return max(1, round(min(alpha * d * d, 1e30)))
+
+
 def choice(name: str, value, allowed) -> str:
     """Return ``value`` if it is one of ``allowed``, else raise ``ValueError``."""
     if value not in allowed:
-        shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
-        raise ValueError(f"{name} must be one of {sorted(allowed)}, got {shown}")
+        raise ValueError(f"{name} must be one of {sorted(allowed)}, got {shortened(repr(value))}")
     return value
 
 
@@ -177,7 +186,7 @@ def check_memory(need, sizes: dict, memory_mb: float, *, what: str = "the arrays
     def trial(name, x):  # the sizes with ``name = x``; n = alpha d^2 follows a lowered d
         t = {**sizes, name: x}
         if name == "d" and "n" in via and "n" in sizes:
-            t["n"] = max(1, round(min(via["n"][1] * x * x, 1e30)))
+            t["n"] = requested_samples(via["n"][1], x)
         return t
 
     limits = {}

@@ -17,6 +17,8 @@ import argparse
 import math
 import re
 
+from ._validate import RHO_RANGE
+
 __all__ = ["Parser", "Once", "OnceFlag", "Number", "check_numbers", "RANGES", "token_law_type", "check_channel",
            "check_gd", "check_samples"]
 
@@ -82,6 +84,16 @@ def _g(x) -> str:
     return f"{x:g}"
 
 
+#: the range of ``--rho`` as messages state it, ``[0.0001, 10000]``
+_RHO_TEXT = f"[{_g(RHO_RANGE[0])}, {_g(RHO_RANGE[1])}]"
+
+
+def _rho_floor(rho, note: str = "") -> None:
+    """Refuse a width ratio below ``RHO_RANGE[0]`` (the number type lets 0 through for one command)."""
+    if any(r < RHO_RANGE[0] for r in rho):
+        raise ValueError(f"--rho must be in {_RHO_TEXT}, got {' '.join(_g(r) for r in rho)}{note}")
+
+
 class Number:
     """An argparse ``type``: a number (``kind=int``: an integer), and its range, checked by :func:`check_numbers`.
 
@@ -133,7 +145,7 @@ def check_numbers(args) -> None:
 RANGES = {
     "alpha_se": number(0),                              # alpha = 0: the prior's error
     "alpha": number(0, low_open=True),                  # a run needs n = alpha d^2 >= 1 samples
-    "rho": number(0, 1e4, shown="in [0.0001, 10000]"),  # 0 only for threshold --channel hardmax
+    "rho": number(0, RHO_RANGE[1], shown=f"in {_RHO_TEXT}"),  # 0 only for threshold --channel hardmax
     "beta": number(0, 1e30, low_open=True),             # aimlib.channels.softmax.BETA_MAX
     "noise": number(0, 1e6),                            # beyond, the labels carry nothing (SNR < 1e-6)
     "c": number(-100, 100),                             # deep-hardmax residual strength
@@ -165,9 +177,8 @@ def check_channel(args, command: str) -> None:
     """The rules of ``--channel`` with ``--T``, ``--noise`` and ``--rho`` (``se``, ``threshold``, ``amp``)."""
     ch, rho = args.channel, list(args.rho)
     hardmax_limit = command == "threshold" and ch == "hardmax"
-    if not hardmax_limit and any(r < 1e-4 for r in rho):
-        raise ValueError(f"--rho must be in [0.0001, 10000], got {' '.join(_g(r) for r in rho)} (--rho 0 "
-                         "only for the weak-recovery threshold: threshold --channel hardmax --rho 0)")
+    if not hardmax_limit:
+        _rho_floor(rho, " (--rho 0 only for the weak-recovery threshold: threshold --channel hardmax --rho 0)")
     if ch == "deep-hardmax" and any(r > 1e3 for r in rho):
         raise ValueError(f"--rho must be in [0.0001, 1000] for --channel deep-hardmax (its output function "
                          f"is tabulated for errors >= (1 + rho)/1001), got {' '.join(_g(r) for r in rho)}")
@@ -204,9 +215,8 @@ def check_gd(args) -> None:
     from .model import teacher_width
 
     d, rho, itemsize = args.d, args.rho[0], 8 if args.dtype == "float64" else 4
-    if rho < 1e-4:
-        raise ValueError(f"--rho must be in [0.0001, 10000], got {rho:g}")
-    n = max(1, round(min(args.alpha * d * d, 1e30)))
+    _rho_floor([rho])
+    n = v.requested_samples(args.alpha, d)
     sizes = dict(restarts=args.restarts, n=n, d=d, T=args.T, **({} if args.rank is None else {"rank": args.rank}))
 
     def need(restarts, n, d, T, rank=None):  # the default width follows d

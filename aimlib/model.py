@@ -192,7 +192,7 @@ def sample_dataset(alpha: float, d: int, T: int, rho: float, channel: Channel, s
     itemsize = np.dtype(dtype).itemsize
     # memory first (every size, T included, may be the one to lower), then the cap on n
     v.check_memory(lambda n, d, T: dataset_bytes(n, d, T, rhos, itemsize),
-                   {"n": max(1, round(min(alpha * d * d, 1e30))), "d": d, "T": T},
+                   {"n": v.requested_samples(alpha, d), "d": d, "T": T},
                    v.positive("memory_mb", memory_mb), what="the arrays of the data set",
                    via={"n": ("alpha", alpha, d * d)})
     n = n_samples(alpha, d)

@@ -150,8 +150,8 @@ def parse_token_law(text: str) -> TokenLaw:
     try:
         spec = json.loads(text) if text.startswith("{") else text
     except json.JSONDecodeError as exc:
-        shown = text if len(text) <= 80 else text[:77] + "..."
-        raise ValueError(f"tokens must be a law name or a JSON object, got {shown!r} ({exc.msg})") from None
+        raise ValueError(f"tokens must be a law name or a JSON object, got {v.shortened(text)!r} "
+                         f"({exc.msg})") from None
     except RecursionError:  # thousands of nested brackets
         spec = None
     depth = _depth(spec) if spec is not None else MAX_DEPTH + 1

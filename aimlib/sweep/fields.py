@@ -5,6 +5,8 @@ import difflib
 import reprlib
 from typing import Any, Callable, Iterable, Mapping
 
+from .._validate import shortened
+
 #: the longest message of a check, and of a value's repr in a message (characters)
 MAX_MESSAGE = 400
 _REPR = reprlib.Repr()
@@ -23,10 +25,7 @@ def shown(value) -> str:
 
 def fail(fieldname: str, message: str):
     """Raise :class:`SpecError` for ``fieldname`` (shortened to one line of :data:`MAX_MESSAGE`)."""
-    name = fieldname if len(fieldname) <= 80 else fieldname[:77] + "..."
-    if len(message) > MAX_MESSAGE:
-        message = message[: MAX_MESSAGE - 3] + "..."
-    raise SpecError(f"spec field {name!r}: {message}")
+    raise SpecError(f"spec field {shortened(fieldname)!r}: {shortened(message, MAX_MESSAGE)}")
 
 
 def checked(fieldname: str, check: Callable, value, *args, **kwargs):
