@@ -8,6 +8,8 @@ channels
     Output channels ``y = f(h)`` and their Bayes side, one module per channel
     (``channels.softmax``, ``channels.softmax_noisy``, ``channels.hardmax``, ``channels.linear``,
     ``channels.deep_hardmax`` for two attention layers).
+priors
+    Priors on the index matrix (Gaussian, Wishart, centred, ...): law and Bayes side, beside the channels.
 model
     Sampling teachers, tokens, attention indices (one or several per sample) and data sets.
 tokens
@@ -37,12 +39,12 @@ cli
 """
 import importlib
 
-from . import amp, backend, channels, convex, gd, model, rmt, state_evolution, untied
+from . import amp, backend, channels, convex, gd, model, priors, rmt, state_evolution, untied
 from .errors import ConvergenceError
 
 __version__ = "0.1.0"
 _ON_DEMAND = ("sweep", "widgets", "plotting", "cli")
-__all__ = ["amp", "backend", "channels", "convex", "gd", "model", "rmt", "state_evolution", "untied",
+__all__ = ["amp", "backend", "channels", "convex", "gd", "model", "priors", "rmt", "state_evolution", "untied",
            *_ON_DEMAND,
            "ConvergenceError", "__version__"]
 

@@ -7,6 +7,7 @@ import numbers
 import os
 import stat
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -121,19 +122,96 @@ def symmetric_matrix(name: str, a, atol: float = 1e-8):
     return a
 
 
+def check_seed(seed):
+    """Return ``seed`` if it is an int ``>= 0`` (as ``int``), None or a ``numpy.random.Generator``, else raise."""
+    if seed is None or isinstance(seed, np.random.Generator):
+        return seed
+    if isinstance(seed, bool) or not isinstance(seed, (numbers.Integral, np.integer)):
+        raise TypeError(f"seed must be an int, None or numpy.random.Generator, got {type(seed).__name__}")
+    if int(seed) < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed}")
+    return int(seed)
+
+
 def generator(seed) -> np.random.Generator:
     """Turn ``seed`` (int, None or Generator) into a ``numpy.random.Generator``.
 
     Random draws in :mod:`aimlib` are always made on the host with NumPy's
-    generator, so a seed gives the same numbers on every backend.
+    generator, so a seed gives the same numbers on every backend.  A run that
+    draws several independent things splits its seed by :func:`run_streams`.
     """
+    seed = check_seed(seed)
+    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+
+
+def streams(seed, count: int, *, start: int = 0) -> list:
+    """``count`` independent generators from one ``seed`` (int, None or Generator).
+
+    An int ``s`` gives ``default_rng([s, start + i])`` for ``i < count``: stream
+    ``i`` of ``s`` is the same whatever ``count``.  A Generator gives its next
+    ``count`` children (:meth:`numpy.random.Generator.spawn`; ``start`` is not
+    used): they depend on the Generator's seed and on how many children it has
+    given before, not on how far it has been drawn, and two equal fresh
+    Generators give equal children.  None gives ``count`` generators of fresh entropy.
+    """
+    seed, count = check_seed(seed), integer("count", count, minimum=0)
+    start = integer("start", start, minimum=0)
     if isinstance(seed, np.random.Generator):
-        return seed
-    if seed is None or (isinstance(seed, (numbers.Integral, np.integer)) and not isinstance(seed, bool)):
-        if seed is not None and int(seed) < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {seed}")
-        return np.random.default_rng(seed)
-    raise TypeError(f"seed must be an int, None or numpy.random.Generator, got {type(seed).__name__}")
+        try:
+            return seed.spawn(count)
+        except TypeError as exc:   # a bit generator without a SeedSequence
+            raise TypeError(f"seed: this Generator cannot be split into streams ({exc}); pass an int or "
+                            "numpy.random.default_rng(...)") from None
+    return [np.random.default_rng(None if seed is None else [seed, start + i]) for i in range(count)]
+
+
+class RunStreams(NamedTuple):
+    """The independent random streams of one run (:func:`run_streams`)."""
+
+    data: np.random.Generator       #: stream 0: teacher(s), training tokens, label noise
+    test: np.random.Generator       #: stream 1: the tokens of a test set
+    student: object                 #: stream 2: initialisations, mini-batches (an int for an int seed)
+
+
+#: the student stream of an int seed ``s`` is the seed ``STUDENT_SEED[0] * s + STUDENT_SEED[1]``
+STUDENT_SEED = (1000003, 7)
+
+
+def run_streams(seed) -> RunStreams:
+    """Split the ``seed`` of one run into its independent streams: the one seed convention of :mod:`aimlib`.
+
+    :func:`aimlib.amp.run_amp`, :func:`aimlib.gd.run_gd` (and the other ``run_*`` of
+    :mod:`aimlib.gd`), the sweeps and the command line draw by it, so one seed gives
+    every method the same teacher and the same training data:
+
+    ``data`` (stream 0)
+        the teacher(s) in layer order, then the training tokens, then the label noise
+        (:func:`aimlib.model.sample_dataset`);
+    ``test`` (stream 1)
+        the tokens of a test set;
+    ``student`` (stream 2)
+        the students' initialisations and the algorithm's own randomness (mini-batches).
+
+    An int ``s`` gives ``data = default_rng([s, 0])`` and ``test = default_rng([s, 1])``
+    (:func:`streams`).  ``default_rng([s, 0])`` draws what ``default_rng(s)`` draws
+    (NumPy's ``SeedSequence`` pads its entropy with zeros; ``s < 2**96``), so the data
+    of seed ``s`` are also those of ``sample_dataset(..., seed=s)``.  Its ``student``
+    stream is the int seed ``1000003 s + 7`` (:data:`STUDENT_SEED`; the committed
+    gradient-descent results were drawn so): restart ``i`` starts from stream ``i`` of
+    it, whatever the number of restarts (:func:`aimlib.gd.initial_weights`), and the
+    mini-batches come from its stream ``2**31 - 1`` (:class:`aimlib.gd.optim.Batches`).
+    A Generator gives its next three children (:func:`streams`), None fresh entropy.
+    """
+    seed = check_seed(seed)
+    if isinstance(seed, np.random.Generator):
+        return RunStreams(*streams(seed, 3))
+    student = None if seed is None else STUDENT_SEED[0] * seed + STUDENT_SEED[1]
+    return RunStreams(*streams(seed, 2), student)
+
+
+def seed_label(seed):
+    """``seed`` as a row of results records it: an int or None as it is, a Generator by its ``repr``."""
+    return repr(seed) if isinstance(seed, np.random.Generator) else seed
 
 
 def real_or_text(name: str, value, *, allow_inf: bool = False) -> float:

@@ -24,6 +24,8 @@ import warnings
 
 import numpy as np
 
+from ._optional import install_hint, optional_import
+
 __all__ = [
     "cupy_available",
     "default_module",
@@ -52,8 +54,7 @@ def _load_cupy():
         return _CUPY
     _CUPY_CHECKED = True
     try:
-        import cupy
-
+        cupy = optional_import("cupy", "the GPU backend")
         if cupy.cuda.runtime.getDeviceCount() < 1:
             raise RuntimeError("no CUDA device")
         _CUPY = cupy
@@ -84,7 +85,7 @@ def default_module():
     cp = _load_cupy()
     if cp is None and choice == "cupy":
         raise BackendError("AIMLIB_BACKEND=cupy but CuPy is not usable on this machine "
-                           "(not installed, or no GPU); unset it to run on NumPy")
+                           f"(not installed: {install_hint('cupy')}; or no GPU); unset it to run on NumPy")
     return np if cp is None else cp
 
 
@@ -98,7 +99,7 @@ def module_named(name: str | None):
         cp = _load_cupy()
         if cp is None:
             raise BackendError("backend must be 'numpy' here: 'cupy' was asked for but CuPy is not "
-                               "usable on this machine (not installed, or no GPU)")
+                               f"usable on this machine (not installed: {install_hint('cupy')}; or no GPU)")
         return cp
     raise ValueError(f"backend must be 'numpy' or 'cupy', got {name!r}")
 
@@ -110,9 +111,7 @@ def get_array_module(*arrays):
     """
     for a in arrays:
         if _is_cupy_array(a):
-            import cupy
-
-            return cupy
+            return optional_import("cupy", "a CuPy array")
     return np
 
 

@@ -48,10 +48,11 @@ Both take ``--backend numpy|cupy``, ``--dtype float32|float64``, ``--tokens LAW`
 Exit status (every command): 0 a result, 1 a solver failure (no convergence
 within the iteration cap, divergence, an inconsistent final state; the rule of
 :mod:`aimlib.errors`), 2 bad input (one line on stderr naming the parameter:
-argparse errors and the library's ``ValueError``/``TypeError`` alike).  An
-option that a command or channel does not use is refused, not ignored; so are
-a repeated option and a number that is not finite or out of its range, before
-any work starts (:mod:`aimlib.cli_checks`).
+argparse errors, the library's ``ValueError``/``TypeError`` and a missing optional
+package, named with its install command, alike).  An option that a command or
+channel does not use is refused, not ignored; so are a repeated option and a
+number that is not finite or out of its range, before any work starts
+(:mod:`aimlib.cli_checks`).
 
 Extending
 ---------
@@ -64,14 +65,22 @@ from __future__ import annotations
 
 import argparse
 import math
+import signal
 import sys
+import threading
+import warnings
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
-from . import _validate
+from . import _validate, amp, gd, state_evolution as se, sweep
+from ._optional import MissingDependency
+from .channels import hardmax, make_channel
+from .channels.registry import CHANNELS
 from .cli_checks import (RANGES, Once, Parser, check_channel, check_gd, check_numbers, check_samples,
                          token_law_type)
+from .convex import min_trace_threshold
 from .errors import ConvergenceError
 
 __all__ = ["main", "build_parser", "register_command", "COMMANDS"]
@@ -86,7 +95,7 @@ class UsageError(ValueError):
 # ---------------------------------------------------------------------------
 
 def _add_channel(p):
-    p.add_argument("--channel", default="softmax", choices=["softmax", "hardmax", "linear", "deep-hardmax"],
+    p.add_argument("--channel", default="softmax", choices=list(CHANNELS),
                    help="output channel (default: softmax); deep-hardmax: two hardmax attention layers")
     p.add_argument("--beta", type=RANGES["beta"], default=None, action=_Once,
                    help="softmax inverse temperature in (0, 1e30] (softmax only; default: 1)")
@@ -111,8 +120,6 @@ def _add_common(p):
 
 def _channel(args):
     """The channel of ``--channel`` and its options, with ``args.rho`` checked against its layers."""
-    from .channels import make_channel
-
     check_channel(args, args.command)
     ch = make_channel(args.channel, beta=args.beta, noise=args.noise, c=args.c)
     L = ch.n_indices
@@ -150,8 +157,6 @@ def _fmt(x: float) -> str:
 
 
 def _se_run(args) -> int:
-    from . import state_evolution as se
-
     ch = _channel(args)
     res = se.curve(args.alpha, ch, T=args.T, rho=_rho(args, ch), method=args.method)
     lines = [",".join(["alpha"] + _columns("mmse", ch.n_indices) + _columns("q", ch.n_indices))]
@@ -170,13 +175,8 @@ def _threshold_arguments(p):
 
 def _threshold_run(args) -> int:
     """Perfect recovery (noiseless softmax/linear), or the hardmax weak recovery at ``rho -> 0``."""
-    from . import state_evolution as se
-    from .channels import hardmax
-
     ch = _channel(args)
     if args.estimator == "min-trace":
-        from .convex import min_trace_threshold
-
         if args.channel != "softmax" or ch.linear_k(args.T) is None:
             raise UsageError(f"--estimator min-trace needs the noiseless softmax channel, got "
                              f"--channel {args.channel}{' with --noise' if getattr(ch, 'noise', 0) else ''}")
@@ -234,8 +234,6 @@ def _amp_arguments(p):
 
 
 def _amp_run(args) -> int:
-    from . import amp
-
     ch = _channel(args)
     check_samples(args)
     given = {k: getattr(args, k) for k in ("damping", "tol") if getattr(args, k) is not None}
@@ -267,8 +265,6 @@ def _gd_arguments(p):
 
 
 def _gd_run(args) -> int:
-    from . import gd
-
     if len(args.rho) != 1:
         raise UsageError(f"--rho must hold one width ratio for gd, got {len(args.rho)}")
     check_gd(args)
@@ -299,19 +295,12 @@ def _sweep_arguments(p):
 
 
 def _sweep_run(args) -> int:
-    import warnings
-    from pathlib import Path
-
-    from . import _validate, sweep
-
     spec = sweep.load_spec(args.spec)
     out = args.out if args.out is not None else str(Path(args.spec).with_suffix(".csv"))
     _validate.output_file("--out", out)
     if args.workers is not None:
         sweep.check_workers("--workers", args.workers)
     prog = "python -m aimlib sweep"
-    import signal
-    import threading
 
     def _terminate(signum, frame):  # SIGTERM (kill, scancel, SLURM walltime): stop cleanly
         raise KeyboardInterrupt(f"signal {signum}")
@@ -323,8 +312,6 @@ def _sweep_run(args) -> int:
         try:
             report = sweep.run_sweep(spec, out, scheduler=args.scheduler, workers=args.workers,
                                      progress=not args.no_progress, dry_run=args.dry_run)
-        except ImportError as exc:
-            raise UsageError(str(exc)) from None
         except sweep.StorageError as exc:
             print(f"{prog}: error: {' '.join(str(exc).split())}", file=sys.stderr)
             return 1
@@ -395,7 +382,7 @@ def main(argv=None) -> int:
         check_numbers(args)
         with np.errstate(all="ignore"):  # no floating-point warnings on stderr: the results are checked
             return int(args._run(args) or 0)
-    except (ValueError, TypeError, NotImplementedError) as exc:
+    except (ValueError, TypeError, NotImplementedError, MissingDependency) as exc:
         msg = " ".join(str(exc).split())
         print(f"{prog}: error: {msg}", file=sys.stderr)
         return 2

@@ -17,7 +17,12 @@ import argparse
 import math
 import re
 
+from . import _validate as v
 from ._validate import RHO_RANGE
+from .channels.registry import T2_ONLY
+from .gd.memory import memory_estimate
+from .model import teacher_width
+from .tokens import parse_token_law
 
 __all__ = ["Parser", "Once", "OnceFlag", "Number", "check_numbers", "RANGES", "token_law_type", "check_channel",
            "check_gd", "check_samples"]
@@ -161,16 +166,10 @@ RANGES = {
 
 def token_law_type(text: str):
     """``--tokens`` by :func:`aimlib.tokens.parse_token_law`, its error message shown by argparse."""
-    from .tokens import parse_token_law
-
     try:
         return parse_token_law(text)
     except (ValueError, TypeError) as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-_T2_ONLY = {"hardmax": "its Bayes side is a bivariate orthant probability",
-            "deep-hardmax": "its Bayes side is tabulated for two hardmax layers at T = 2"}
 
 
 def check_channel(args, command: str) -> None:
@@ -193,8 +192,8 @@ def check_channel(args, command: str) -> None:
     if ch == "hardmax" and args.noise:
         raise ValueError(f"--noise {_g(args.noise)}: --channel hardmax has no Bayes side with label noise; "
                          f"{command} needs --noise 0 (or no --noise) with the hardmax")
-    if ch in _T2_ONLY and args.T != 2:
-        raise ValueError(f"--T: --channel {ch} is available for T = 2 only ({_T2_ONLY[ch]}), got --T {args.T}")
+    if ch in T2_ONLY and args.T != 2:
+        raise ValueError(f"--T: --channel {ch} is available for T = 2 only ({T2_ONLY[ch]}), got --T {args.T}")
     if ch == "softmax" and args.noise and args.T != 2:
         raise ValueError(f"--T: --channel softmax with --noise is available for T = 2 only, got --T {args.T}; "
                          "without --noise every T >= 2 is solvable")
@@ -210,10 +209,6 @@ def check_samples(args) -> None:
 def check_gd(args) -> None:
     """``gd``: ``--rho``, and its arrays against the memory budget before anything is sampled (``--rank``
     counted, a default width following ``--d``)."""
-    from . import _validate as v
-    from .gd.memory import memory_estimate
-    from .model import teacher_width
-
     d, rho, itemsize = args.d, args.rho[0], 8 if args.dtype == "float64" else 4
     _rho_floor([rho])
     n = v.requested_samples(args.alpha, d)

@@ -1,19 +1,23 @@
 """Exceptions of :mod:`aimlib` and the one rule for solvers that stop at their iteration cap.
 
-The rule (every iterative solver: state evolution, the ``rho -> 0`` hardmax
-limit, GAMP-RIE, gradient descent's stopping rule):
+The rule (the iterative solvers: state evolution, the ``rho -> 0`` hardmax
+limit, GAMP-RIE; gradient descent with its own default, below):
 
 * divergence or a non-finite value always raises :class:`ConvergenceError`;
 * reaching ``max_iter`` before the tolerance raises :class:`ConvergenceError`
   by default (``on_max_iter="raise"``); with ``on_max_iter="warn"`` the solver
   returns its last iterate flagged ``converged=False`` and emits a
   ``RuntimeWarning``; ``on_max_iter="return"`` returns it flagged, silently (for
-  runs of a fixed number of iterations).  Gradient descent defaults to
-  ``"return"``: its steps are a fixed budget (the paper's 1000) and its
-  tolerance only an early stop; what it refuses instead (a loss that rose or
-  did not move, an error far above the data-free estimate's) is in
-  :mod:`aimlib.gd.checks`.  The command line maps a raised error to exit
-  status 1.
+  runs of a fixed number of iterations).
+
+Gradient descent's cap is its ``steps`` and its default is ``on_max_iter="return"``:
+the steps are a budget (the paper's 1000 Adam steps) and ``tol`` only an early
+stop, so restarts still above ``tol`` at the end of the budget come back flagged
+in ``GDResult.converged``; ``"raise"`` and ``"warn"`` make that a failure or a
+warning.  Whatever ``on_max_iter`` says, a non-finite loss or gradient, a restart
+short of ``tol`` whose objective rose or did not move, or an estimation error above
+20 times the data-free estimate's raises :class:`ConvergenceError` (:mod:`aimlib.gd.checks`).
+The command line maps a raised error to exit status 1.
 """
 from __future__ import annotations
 

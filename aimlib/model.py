@@ -15,6 +15,7 @@ Conventions (book, chapter "The model"):
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,21 +23,15 @@ import numpy as np
 from . import _validate as v
 from .backend import get_array_module, module_named, to_common, to_device, to_host
 from .channels import Channel
+from .priors import Wishart, teacher_width
 from .tokens import token_law
 
-__all__ = ["teacher_width", "sample_teacher", "sample_tokens", "attention_indices",
+__all__ = ["teacher_width", "sample_teacher", "sample_tokens", "attention_indices", "index_chunk_size",
            "widths", "n_samples", "dataset_bytes", "Dataset", "estimation_error", "sample_dataset", "index_covariance", "index_excess_kurtosis"]
 
 
-def teacher_width(d: int, rho: float) -> int:
-    """The integer width ``r = round(rho d)`` (at least 1) of a teacher of ratio ``rho``."""
-    d = v.integer("d", d, minimum=1)
-    rho = v.rho(rho)
-    return max(1, int(round(rho * d)))
-
-
 def sample_teacher(d: int, rho: float, seed=None, *, backend: str | None = None, dtype=np.float64):
-    r"""Sample the tied key-query matrix ``S = W W^T / sqrt(r d)``.
+    r"""Sample the tied key-query matrix ``S = W W^T / sqrt(r d)`` (:meth:`aimlib.priors.Wishart.sample`).
 
     Parameters
     ----------
@@ -55,13 +50,7 @@ def sample_teacher(d: int, rho: float, seed=None, *, backend: str | None = None,
         Symmetric, positive semi-definite, with ``Tr(S)/d -> sqrt(rho)`` and
         ``Tr(S^2)/d -> 1 + rho``.
     """
-    rho = v.rho(rho)
-    r = teacher_width(d, rho)
-    W = v.generator(seed).standard_normal((d, r))
-    xp = module_named(backend)
-    W = to_device(W.astype(dtype), xp)
-    S = W @ W.T / np.sqrt(r * d)
-    return (S + S.T) / 2
+    return Wishart(rho).sample(v.integer("d", d, minimum=1), seed, xp=module_named(backend), dtype=dtype)
 
 
 def sample_tokens(n: int, T: int, d: int, seed=None, *, backend: str | None = None, dtype=np.float64,
@@ -78,36 +67,124 @@ def sample_tokens(n: int, T: int, d: int, seed=None, *, backend: str | None = No
     return to_device(X, module_named(backend))
 
 
-def attention_indices(X, S):
+def indices_from_factors(left, right, trace, norm: float, *, symmetric: bool = False):
+    r"""The attention-index formula, ``h = (L R^T - Tr(S) I) / norm``: its one definition.
+
+    .. math::  h_{ab} = \frac{\ell_a^\top r_b - \delta_{ab} \operatorname{Tr} S}{\nu}
+
+    with ``l_a``, ``r_b`` the rows of ``left`` and ``right``.  Tokens ``X`` and a
+    key-query matrix ``S`` give the indices ``h_ab = (x_a^T S x_b - delta_ab Tr S)/sqrt(d)``
+    of :func:`attention_indices` with ``left = X S``, ``right = X``, ``trace = Tr S``,
+    ``norm = sqrt(d)``; a factorised ``S = W W^T / sqrt(r d)`` gives them without
+    forming ``S`` (the students of :mod:`aimlib.gd`) with ``left = right = X W``,
+    ``trace = ||W||_F^2``, ``norm = sqrt(r) d``.  No checks: callers validate.
+
+    Parameters
+    ----------
+    left, right : arrays of shape (..., T, m)
+        Broadcasting in their leading axes.
+    trace : array
+        ``Tr S``: 0-d, or one value per index of the leading axes of ``h``
+        (shape ``h.shape[:j]``, broadcast over the rest).
+    norm : float
+        The normalisation ``nu`` (a Python float, so the inputs' precision is kept).
+    symmetric : bool
+        Return ``(h + h^T)/2`` (the tied model: ``h_ab = h_ba`` exactly, not up to rounding).
+
+    Returns
+    -------
+    h : array of shape (..., T, T)
+    """
+    xp = get_array_module(left, right)
+    h = left @ xp.swapaxes(right, -1, -2) / norm
+    trace = trace.reshape(trace.shape + (1,) * (h.ndim - trace.ndim))
+    h = h - xp.eye(h.shape[-1], dtype=h.dtype) * (trace / norm)
+    return (h + xp.swapaxes(h, -1, -2)) / 2 if symmetric else h
+
+
+def _key_query(S, d: int, symmetric: bool) -> tuple[list, bool]:
+    """``S`` of shape ``(d, d)`` or ``(L, d, d)``: its checked ``(d, d)`` matrices, and whether it is a stack."""
+    S = v.finite_array("S", S)
+    if S.ndim not in (2, 3):
+        raise ValueError(f"S must have shape ({d}, {d}) or (L, {d}, {d}), got {tuple(S.shape)}")
+    stack = [S] if S.ndim == 2 else [S[i] for i in range(S.shape[0])]
+    for i, M in enumerate(stack):
+        name = "S" if S.ndim == 2 else f"S[{i}]"
+        if tuple(M.shape) != (d, d):
+            raise ValueError(f"{name} must have shape ({d}, {d}) to match X, got {tuple(M.shape)}")
+        if symmetric:
+            v.symmetric_matrix(name, M)
+    return stack, S.ndim == 3
+
+
+def index_chunk_size(T: int, d: int, itemsize: int, L: int, memory_mb: float) -> int:
+    """Samples per chunk of :func:`attention_indices` so that its work arrays fit in ``memory_mb``.
+
+    A chunk of ``c`` samples holds ``X S`` (``c T d`` numbers), four ``c T^2``
+    temporaries and the ``L`` indices of the chunk: ``c (T d + (4 + L) T^2)``
+    numbers of ``itemsize`` bytes.
+    """
+    T, d = v.integer("T", T, minimum=1), v.integer("d", d, minimum=1)
+    itemsize, L = v.integer("itemsize", itemsize, minimum=1), v.integer("L", L, minimum=1)
+    per_sample = (T * d + (4 + L) * T * T) * itemsize
+    return max(1, int(v.positive("memory_mb", memory_mb) * 2**20 // per_sample))
+
+
+def attention_indices(X, S, *, symmetric: bool = True, chunk_size: int | None = None,
+                      memory_mb: float = v.MEMORY_MB):
     r"""Attention indices ``h = X S X^T / sqrt(d) - I_T Tr(S) / sqrt(d)`` for a batch.
+
+    .. math::  h^\mu_{ab} = \frac{x_a^{\mu\top} S x^\mu_b - \delta_{ab} \operatorname{Tr} S}{\sqrt d}
+
+    (:func:`indices_from_factors` with ``X S`` and ``X``), computed in chunks of
+    samples so that the work arrays stay within ``memory_mb``.
 
     Parameters
     ----------
     X : array of shape (n, T, d)
         Token sequences.
     S : array of shape (d, d), or (L, d, d) for ``L`` teachers
-        Symmetric key-query matrix (matrices).
+        Real key-query matrix (matrices); symmetric unless ``symmetric=False``.
+    symmetric : bool
+        ``True`` (the tied model): ``S`` must be symmetric and ``h`` is
+        symmetrised, ``(h + h^T)/2``, so that ``h_ab = h_ba`` exactly.  ``False``
+        (the untied model, :mod:`aimlib.untied`): any real square ``S``, and
+        ``h_ab != h_ba``.
+    chunk_size : int or None
+        Samples per chunk (default: :func:`index_chunk_size` of ``memory_mb``).
+    memory_mb : float
+        Budget in MiB of the work arrays of a chunk (beyond ``X``, ``S`` and ``h``).
 
     Returns
     -------
     h : array of shape (n, T, T), or (n, L, T, T)
-        Symmetric in its last two axes.  The trace subtraction removes the
-        ``O(sqrt(d))`` mean of the diagonal, so every entry is ``O(1)``.
-        A CuPy array if ``X`` or ``S`` is one.
+        The trace subtraction removes the ``O(sqrt(d))`` mean of the diagonal
+        (tied), so every entry is ``O(1)``.  A CuPy array if ``X`` or ``S`` is one;
+        the dtype of ``X S`` (the inputs' precision).
     """
     X = v.finite_array("X", X, ndim=3)
-    if getattr(S, "ndim", None) == 3:
-        xp = get_array_module(X, S)
-        return xp.stack([attention_indices(X, S[i]) for i in range(S.shape[0])], axis=1)
-    S = v.symmetric_matrix("S", S)
-    d = X.shape[-1]
-    if S.shape[0] != d:
-        raise ValueError(f"S must have shape ({d}, {d}) to match X, got {tuple(S.shape)}")
-    xp, X, S = to_common(X, S)
-    h = (X @ S) @ xp.swapaxes(X, 1, 2) / np.sqrt(d)
-    T = X.shape[1]
-    h -= xp.eye(T, dtype=h.dtype) * (xp.trace(S) / np.sqrt(d))
-    return (h + xp.swapaxes(h, 1, 2)) / 2
+    n, T, d = X.shape
+    if not isinstance(symmetric, (bool, np.bool_)):
+        raise TypeError(f"symmetric must be True or False, got {symmetric!r}")
+    mats, stacked = _key_query(S, d, symmetric)
+    xp, X, *mats = to_common(X, *mats)
+    itemsize = xp.result_type(X.dtype, mats[0].dtype).itemsize
+    size = index_chunk_size(T, d, itemsize, len(mats), memory_mb)
+    size = min(n, size if chunk_size is None else v.integer("chunk_size", chunk_size, minimum=1))
+
+    def chunk(s: int):
+        Xc = X[s:s + size]
+        hs = [indices_from_factors(Xc @ M, Xc, xp.trace(M), math.sqrt(d), symmetric=symmetric) for M in mats]
+        return xp.stack(hs, axis=1) if stacked else hs[0]
+
+    first = chunk(0)
+    if size == n:
+        return first
+    h = xp.empty((n,) + first.shape[1:], dtype=first.dtype)
+    h[:size] = first
+    for s in range(size, n, size):
+        h[s:s + size] = chunk(s)
+    return h
 
 
 #: more samples than this can never be held in memory
@@ -199,7 +276,7 @@ def sample_dataset(alpha: float, d: int, T: int, rho: float, channel: Channel, s
     teachers = [sample_teacher(d, r, rng, backend=backend, dtype=dtype) for r in rhos]
     S = teachers[0] if L == 1 else get_array_module(teachers[0]).stack(teachers)
     X = sample_tokens(n, T, d, rng, backend=backend, dtype=dtype, tokens=tokens)
-    h = attention_indices(X, S)
+    h = attention_indices(X, S, memory_mb=memory_mb)
     y = channel(h, rng)
     return Dataset(S=S, X=X, h=h, y=y, channel=channel, alpha=float(alpha),
                    rho=float(rho) if L == 1 else tuple(float(r) for r in rhos))

@@ -12,10 +12,11 @@ Needs Matplotlib (the ``widgets`` extra).
 """
 from __future__ import annotations
 
-import matplotlib
-from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
-
 from . import _validate as v
+from ._optional import optional_import
+
+matplotlib = optional_import("matplotlib", "aimlib.plotting")
+ticker = optional_import("matplotlib.ticker", "aimlib.plotting")
 
 #: Widest figure of the book, in inches (700 px at :data:`DPI`).
 MAX_WIDTH = 7.0
@@ -73,7 +74,7 @@ def log_axis(ax, ticks, axis: str = "x") -> None:
         raise ValueError("ticks must hold at least one position")
     (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
     target = ax.xaxis if axis == "x" else ax.yaxis
-    target.set_major_locator(FixedLocator(ticks))
-    target.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:g}"))
-    target.set_minor_formatter(NullFormatter())
+    target.set_major_locator(ticker.FixedLocator(ticks))
+    target.set_major_formatter(ticker.FuncFormatter(lambda value, _pos: f"{value:g}"))
+    target.set_minor_formatter(ticker.NullFormatter())
 

@@ -22,6 +22,7 @@ A law is named by a string or a mapping ``{"name": ..., <params>}``
 """
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 
@@ -144,8 +145,6 @@ def parse_token_law(text: str) -> TokenLaw:
     recurse too deeply), and (from :func:`token_law`) for a law or parameter
     out of range.
     """
-    import json
-
     text = str(text).strip()
     try:
         spec = json.loads(text) if text.startswith("{") else text

@@ -25,8 +25,7 @@ from aimlib import model, rmt
 
 def bench_mmse(rho: float, n: int = 200) -> dict:
     deltas = np.geomspace(1e-8, 1e8, n)
-    rmt._quadrature.cache_clear()
-    rmt._edges_full.cache_clear()
+    rmt.clear_caches()
     t0 = time.perf_counter()
     for d in deltas:
         rmt.mmse(float(d), rho)

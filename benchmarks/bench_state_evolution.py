@@ -17,17 +17,15 @@ set_blas_threads(1)  # before NumPy is imported
 
 import numpy as np  # noqa: E402
 
+from aimlib import rmt  # noqa: E402
 from aimlib import state_evolution as se  # noqa: E402
+from aimlib.priors import wishart  # noqa: E402
 
 
 def clear_caches():
-    """Cold timings: empty the memo caches of the prior MMSE (aimlib.rmt) and of the SE slope."""
-    from aimlib import rmt
-
-    for obj in vars(rmt).values():
-        if callable(getattr(obj, "cache_clear", None)):
-            obj.cache_clear()
-    se.prior._slope_cached.cache_clear()
+    """Cold timings: empty the memo caches of the prior MMSE (aimlib.rmt) and of the Wishart prior's slope."""
+    rmt.clear_caches()
+    wishart.clear_caches()
 
 
 def timed(fn, repeat):

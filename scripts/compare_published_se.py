@@ -16,7 +16,6 @@ writes ``book/data/published_softmax_grid.csv``.
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import re
 import sys
@@ -25,9 +24,11 @@ from pathlib import Path
 import numpy as np
 
 from aimlib import state_evolution as se
+from _rows import data_parser, write_rows
 
 EDGES = (0.0, 0.001, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98, 0.995, 1.01)
-OUT = Path(__file__).resolve().parents[1] / "book" / "data" / "published_softmax_grid.csv"
+COMMAND = ("python scripts/compare_published_se.py "
+           "--data <checkout of FabrizioBoncoraglio/BO_ExtensiveRankAttention>/data/SE_softmax")
 FIELDS = ("T", "rho", "ratio_lo", "ratio_hi", "points", "max_abs_difference",
           "mean_difference", "published_above")
 
@@ -50,6 +51,7 @@ def summarise(rho: float, alpha, published, ours, alpha_pr: float) -> list[dict]
 
 
 def compare(path: Path) -> list[dict]:
+    """The :func:`summarise` rows of one published file ``SE_softmax_T=2_rho=R.csv``."""
     rho = float(re.search(r"rho=([0-9.]+)\.csv$", path.name).group(1))
     with open(path, newline="") as fh:
         table = list(csv.DictReader(fh))
@@ -61,22 +63,15 @@ def compare(path: Path) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = data_parser(__doc__, "published_softmax_grid.csv")
     parser.add_argument("--data", type=Path, required=True,
                         help="the published data/SE_softmax folder")
-    parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
     files = sorted(args.data.glob("SE_softmax_T=2_rho=*.csv"))
     if not files:
         parser.error(f"--data holds no SE_softmax_T=2_rho=*.csv files: {args.data}")
     rows = [row for path in files for row in compare(path)]
-    with open(args.out, "w", newline="") as fh:
-        fh.write("# made by: python scripts/compare_published_se.py "
-                 "--data <checkout of FabrizioBoncoraglio/BO_ExtensiveRankAttention>"
-                 "/data/SE_softmax\n")
-        writer = csv.DictWriter(fh, fieldnames=FIELDS)
-        writer.writeheader()
-        writer.writerows(rows)
+    write_rows(args.out, COMMAND, FIELDS, rows)
     print(f"wrote {args.out}: {len(rows)} rows from {len(files)} files")
     return 0
 

@@ -12,14 +12,10 @@ run a part of the grid (the parts are deterministic, so their rows can be joined
 """
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-
 from aimlib.channels.heads import count_threshold
 from aimlib.gd.heads import run_heads_gd
-from _rows import write_rows
+from _rows import data_parser, write_rows
 
-ROOT = Path(__file__).resolve().parents[1]
 COMMAND = "python scripts/heads_gd.py"
 GRID, SEEDS, T, RHO = ((1, 20), (1, 30), (2, 20), (2, 30), (3, 20), (3, 30)), range(3), 2, 0.5
 FACTORS = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
@@ -42,8 +38,7 @@ def rows(heads=(1, 2, 3), dims=(20, 30), factors=FACTORS):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=str(ROOT / "book" / "data" / "heads_gd.csv"))
+    parser = data_parser(__doc__, "heads_gd.csv")
     parser.add_argument("--heads", type=int, nargs="+", default=[1, 2, 3], help="a part of the grid")
     parser.add_argument("--d", type=int, nargs="+", default=[20, 30], help="a part of the grid")
     parser.add_argument("--f", type=float, nargs="+", default=list(FACTORS), help="a part of the grid")

@@ -8,15 +8,12 @@ per solve, the alpha grid placed around the finite-d statistical dimension,
 """
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 
+from aimlib.channels import softmax_k
 from aimlib.convex import MEASUREMENTS, recovery_trial, statistical_dimension_finite
-from aimlib.state_evolution import linear_k
-from _rows import write_rows
+from _rows import data_parser, write_rows
 
-ROOT = Path(__file__).resolve().parents[1]
 COMMAND = "python scripts/min_trace_recovery.py"
 RHOS, DIMS, SEEDS, T = (0.25, 0.5), (12, 16, 20), range(8), 2
 FACTORS = (0.6, 0.8, 0.9, 0.95, 1.0, 1.05, 1.1, 1.2, 1.4)
@@ -29,7 +26,7 @@ def rows():
         for d in DIMS:
             delta = statistical_dimension_finite(d, round(rho * d), samples=2000, seed=0).delta
             for f in FACTORS:
-                alpha = f * 2 * delta / (linear_k("softmax", T) * d * d)
+                alpha = f * 2 * delta / (softmax_k(T) * d * d)
                 for meas in MEASUREMENTS:
                     for seed in SEEDS:
                         row = recovery_trial(meas, d, rho, alpha, T, seed, on_max_iter="return")
@@ -37,8 +34,7 @@ def rows():
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=str(ROOT / "book" / "data" / "min_trace_recovery.csv"))
+    parser = data_parser(__doc__, "min_trace_recovery.csv")
     args = parser.parse_args(argv)
     return write_rows(args.out, COMMAND, COLUMNS, rows())
 

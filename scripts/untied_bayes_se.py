@@ -15,13 +15,9 @@ the parts can be joined)::
 """
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-
 from aimlib.untied import sampled_state_evolution
-from _rows import write_rows
+from _rows import data_parser, write_rows
 
-ROOT = Path(__file__).resolve().parents[1]
 COMMAND = "python scripts/untied_bayes_se.py"
 RHO = 0.5
 #: T -> alphas, all below the counting threshold rho (2 - rho)/(T^2 - T)
@@ -50,8 +46,7 @@ def rows(dims=(60, 100, 200), alphas=None):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=str(ROOT / "book" / "data" / "untied_bayes_se.csv"))
+    parser = data_parser(__doc__, "untied_bayes_se.csv")
     parser.add_argument("--d", type=int, nargs="+", default=[60, 100, 200], help="a part of the grid")
     parser.add_argument("--alpha", type=float, nargs="+", default=None, help="a part of the grid")
     args = parser.parse_args(argv)

@@ -18,14 +18,11 @@ grid (rows of the parts can be joined)::
 """
 from __future__ import annotations
 
-import argparse
 import math
-from pathlib import Path
 
 from aimlib.untied import run_untied_gamp
-from _rows import write_rows
+from _rows import data_parser, write_rows
 
-ROOT = Path(__file__).resolve().parents[1]
 COMMAND = "python scripts/untied_gamp.py"
 #: denoiser name -> prior ratio rho ('bayes': the Gaussian prior's posterior mean)
 DENOISERS = {"bayes": math.inf, "equalised": 0.5, "tuned": 0.5, "sampled": 0.5}
@@ -39,7 +36,7 @@ GRID = ((2, 100), (2, 200), (3, 100))
 SEEDS = {"bayes": range(3), "equalised": range(3), "tuned": range(3), "sampled": range(2)}
 OPTIONS = {"bayes": dict(max_iter=400, tol=1e-6), "equalised": dict(max_iter=400, tol=1e-6, denoiser="equalised"),
            "tuned": dict(max_iter=400, tol=1e-6, denoiser="tuned"),
-           "sampled": dict(max_iter=60, tol=1e-12, denoiser="sampled")}
+           "sampled": dict(max_iter=60, tol=1e-12, denoiser="sampled", on_max_iter="return")}
 #: the sampled prior step at d = 200: these alphas of T = 2, one seed (about half an hour each)
 SAMPLED_LARGE = (0.2, 0.3)
 COLUMNS = ["rho", "T", "d", "denoiser", "seed", "alpha", "E_A", "E_B", "V_A", "V_B", "iterations", "reason", "seconds"]
@@ -67,8 +64,7 @@ def rows(dims=(100, 200), denoisers=tuple(DENOISERS), alphas=None):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=str(ROOT / "book" / "data" / "untied_gamp.csv"))
+    parser = data_parser(__doc__, "untied_gamp.csv")
     parser.add_argument("--d", type=int, nargs="+", default=[100, 200], help="a part of the grid")
     parser.add_argument("--denoiser", nargs="+", default=list(DENOISERS), choices=list(DENOISERS),
                         help="a part of the grid")

@@ -1,4 +1,5 @@
-"""Property tests of the channel contract (hypothesis): every channel, random shapes and parameters."""
+"""The channel contract: the shipped check (aimlib.channels.check) on every channel, its power to fail,
+and property tests (hypothesis) over random shapes and parameters."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,8 +7,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aimlib.channels import (CHANNELS, Hardmax, Linear, NoisySoftmax, Softmax, make_channel, sample_indices,
-                             sample_se_measure)
+from aimlib.channels import (CHANNELS, ConcatenatedSoftmax, DeepAttention, Hardmax, Linear, NoisySoftmax, Softmax,
+                             make_channel, sample_indices, sample_se_measure)
+from aimlib.channels.check import check_channel
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -52,6 +54,7 @@ def test_bayes_side_shapes_symmetry_and_finiteness(case, n, q, seed):
     assert np.all(np.isfinite(g)) and logz.shape == (n,) and np.all(np.isfinite(logz))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(case=channel_cases(), q1=st.floats(0.0, 1.0), dq=st.floats(0.05, 0.4))
 def test_fisher_is_positive_and_grows_with_the_overlap(case, q1, dq):
@@ -77,3 +80,38 @@ def test_the_registry_builds_each_channel_once(name, beta, noise):
             make_channel(name, beta=beta)
     with pytest.raises(TypeError, match="already an instance"):
         make_channel(ch, noise=noise)
+
+
+@pytest.mark.parametrize("channel, T", [
+    (Softmax(), 2), (Softmax(beta=2.0), 3), (Linear(), 3), (Linear(noise=0.3), 2), (Hardmax(), 2),
+    (NoisySoftmax(beta=1.0, noise=0.1), 2), (DeepAttention(c=0.5), 2), (ConcatenatedSoftmax(3, beta=2.0), 3),
+], ids=repr)
+def test_every_channel_passes_the_shipped_check(channel, T):
+    check_channel(channel, T)
+
+
+class _GradientOff(Softmax):
+    """g_out 10 % too large: no longer the gradient of log Z_out (and F_out no longer its mean square)."""
+
+    def g_out(self, y, omega, V):
+        return 1.1 * super().g_out(y, omega, V)
+
+
+class _FisherOff(Linear):
+    def fisher(self, q, Q0, T):
+        return 0.9 * super().fisher(q, Q0, T)
+
+
+@pytest.mark.parametrize("channel, match", [(_GradientOff(), "not the gradient"), (_FisherOff(), "Monte Carlo")])
+def test_the_check_catches_a_broken_channel(channel, match):
+    with pytest.raises(AssertionError, match=match):
+        check_channel(channel, 2)
+
+
+@pytest.mark.parametrize("kw, exc, match", [({"q": 2.0}, ValueError, "q"), ({"n_mc": 10}, ValueError, "n_mc"),
+                                            ({"T": 1}, ValueError, "T")])
+def test_the_check_refuses_bad_inputs(kw, exc, match):
+    with pytest.raises(exc, match=match):
+        check_channel(Softmax(), **kw)
+    with pytest.raises(TypeError, match="Channel"):
+        check_channel("softmax")

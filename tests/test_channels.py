@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from aimlib import channels, model
+from aimlib.channels import registry
 from aimlib.backend import to_host, to_device
 
 
@@ -54,6 +55,8 @@ def test_linear_is_identity_and_copies(h):
 def test_label_noise_has_the_stated_variance(h):
     ch = channels.Linear(noise=0.25)
     resid = to_host(ch(h, seed=3)) - to_host(h)
+    # 3200 i.i.d. noise entries: the sample variance has relative standard error sqrt(2/3200) = 2.5 %, so
+    # 0.05 is only 2 of them; the seed is fixed (observed +1.1 %)
     assert resid.var() == pytest.approx(0.25, rel=0.05)
     np.testing.assert_array_equal(to_host(ch(h, seed=3)), to_host(ch(h, seed=3)))
 
@@ -82,3 +85,24 @@ def test_make_channel_and_equality():
 def test_bad_inputs(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+def test_one_k_per_channel():
+    """``k`` with ``F_out = k/V``: ``softmax_k`` for the softmax, ``T(T+1)`` noiseless linear, else ``None``."""
+    for T in (1, 2, 3, 7):
+        assert channels.softmax_k(T) == T * T + T - 2
+        assert channels.Softmax(beta=2.5).linear_k(T) == channels.make_channel("softmax").linear_k(T) \
+            == channels.softmax_k(T)
+        assert channels.Linear().linear_k(T) == T * (T + 1)
+    for ch in (channels.NoisySoftmax(noise=0.1), channels.Linear(noise=0.1), channels.Hardmax(),
+               channels.DeepAttention()):
+        assert ch.linear_k(2) is None
+    with pytest.raises(ValueError, match="T must be >= 1"):
+        channels.softmax_k(0)
+
+
+def test_registry_lists_every_channel_once():
+    assert set(registry.PARAMETERS) == set(registry.CHANNELS)
+    assert set(registry.T2_ONLY) <= set(registry.CHANNELS)
+    for name in registry.CHANNELS:
+        assert isinstance(channels.make_channel(name), registry.CHANNELS[name])

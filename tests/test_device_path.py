@@ -146,6 +146,12 @@ def test_model_functions_of_device_arrays(strict_cupy):
     S2 = model.sample_teacher(16, 0.5, 2)
     Xd, Sd, S2d = _device(strict_cupy, X, S, S2)
     _same(model.attention_indices(Xd, Sd), model.attention_indices(X, S), "device")
+    # in chunks, several teachers, a non-symmetric S: the same numbers on the device
+    _same(model.attention_indices(Xd, Sd, chunk_size=2), model.attention_indices(X, S), "device")
+    _same(model.attention_indices(Xd, strict_cupy.stack([Sd, S2d]), chunk_size=3),
+          model.attention_indices(X, np.stack([S, S2])), "device")
+    _same(model.attention_indices(Xd, Sd @ S2d, symmetric=False, chunk_size=2),
+          model.attention_indices(X, S @ S2, symmetric=False), "device")
     _same(model.index_covariance(Sd, S2d), model.index_covariance(S, S2), "host")
     _same(model.index_excess_kurtosis(Sd), model.index_excess_kurtosis(S), "host")
     # mixed host/device inputs: the computation moves to the device

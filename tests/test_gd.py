@@ -76,7 +76,7 @@ def test_above_perfect_recovery_reaches_zero_loss_and_the_teacher():
                       X_test=Xt, y_test=yt, tol=1e-12)
     assert np.all(res.train_loss[:, -1] < 1e-7)
     assert np.all(res.test_loss[:, -1] < 1e-4)
-    assert np.all(res.mmse_single < 1e-2)
+    assert np.all(res.mmse_single < 1e-6)       # observed 4e-10 and 3e-10 (was 1e-2)
 
 
 def test_early_stopping():
@@ -191,6 +191,8 @@ def test_posterior_sample_doubles_the_error():
     y = s @ A.T + rng.standard_normal((reps, m))
     mean = y @ A @ C                                # C symmetric
     sample = mean + rng.standard_normal((reps, p)) @ np.linalg.cholesky(C).T
+    # Monte Carlo over reps = 40 000: each squared error is a Gaussian quadratic form, relative standard
+    # error sqrt(2 tr C^2 / reps) / tr C = 0.36 % here, so 3 % is about 8 of them (observed <= 0.33 %)
     assert np.isclose(np.mean(np.sum((mean - s) ** 2, 1)), mmse, rtol=0.03)
     assert np.isclose(np.mean(np.sum((sample - s) ** 2, 1)), 2 * mmse, rtol=0.03)
     k = 4

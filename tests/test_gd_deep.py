@@ -76,7 +76,8 @@ def test_training_reaches_the_teachers_above_the_counting_bound():
     assert res.train_loss.shape == (2, res.steps.size) and res.mmse_curve.shape == (2, 2, res.steps.size)
     assert res.mmse_averaged_curve.shape == (2, res.steps.size) and res.S_hat.shape == (2, 2, 12, 12)
     assert np.all(res.train_loss[:, -1] < 1e-3 * res.train_loss[:, 0])
-    assert np.all(res.mmse_curve[..., 0] > 1.0) and np.all(res.mmse_curve[..., -1] < 0.01)
+    # the teachers are reached: final errors observed 4.6e-8 .. 1.1e-5 (the bound was 0.01)
+    assert np.all(res.mmse_curve[..., 0] > 1.0) and np.all(res.mmse_curve[..., -1] < 1e-3)
     S = out["data"].S
     for layer in (0, 1):
         assert np.allclose(res.mmse_single[:, layer], model.estimation_error(res.S_hat[:, layer], S[layer]))

@@ -150,8 +150,9 @@ def test_g_out_far_in_the_tails():
     got = np.stack([g[:, 0, 0], g[:, 1, 1], g[:, 0, 1]], axis=-1)
     assert np.allclose(got, fd, rtol=1e-6, atol=1e-6)
     # leading tail at the corner kappa_1 = kappa_2 = -40, r = 1/3: the density peaks at the
-    # corner, so d log Phi_2 / d kappa_1 ~ -(kappa_1 - r kappa_2) / (1 - r^2) = 30
-    assert g[0, 0, 0] == pytest.approx(30 / math.sqrt(3 * V), rel=0.01)
+    # corner, so d log Phi_2 / d kappa_1 ~ -(kappa_1 - r kappa_2) / (1 - r^2) = 30, up to a relative
+    # O(1/kappa^2) correction (observed 8.3e-4; the tolerance was 0.01)
+    assert g[0, 0, 0] == pytest.approx(30 / math.sqrt(3 * V), rel=2e-3)
 
 
 def test_nishimori_identity_exact_per_omega():
@@ -293,11 +294,12 @@ def test_small_rho_state_evolution_approaches_the_limit():
     wr = hm.weak_recovery_threshold()
     for rho in (1e-3, 1e-4):
         below = se.fixed_point(0.9 * wr * rho, "hardmax", rho=rho, **SE_KW).mmse
-        assert below > 1 - 10 * rho
+        assert below > 1 - 10 * rho          # 1 - O(rho) below the threshold: observed 1 - 6.7 rho, 1 - 8.4 rho
     for abar in (0.6, 1.0):
         lim = hm.limit_error(abar)
         e3 = se.fixed_point(abar * 1e-3, "hardmax", rho=1e-3, **SE_KW).mmse
         e4 = se.fixed_point(abar * 1e-4, "hardmax", rho=1e-4, **SE_KW).mmse
+        # the finite-rho correction is linear in rho: -3.5e-3 at rho = 1e-3, -3.5e-4 at 1e-4 (alpha_bar = 0.6)
         assert abs(e4 - lim) < 2e-3 and abs(e4 - lim) < abs(e3 - lim) + 1e-4
     # across the transition region the finite-rho curves converge uniformly to the limit,
     # whose kink sits at alpha_bar_WR: the transition is at the same place
@@ -305,5 +307,6 @@ def test_small_rho_state_evolution_approaches_the_limit():
     lim = np.array([hm.limit_error(a) for a in grid])
     dev = {rho: np.max(np.abs(np.array([se.fixed_point(a * rho, "hardmax", rho=rho, **SE_KW).mmse
                                         for a in grid]) - lim)) for rho in (1e-3, 1e-4)}
+    # next to the kink the convergence is slower than O(rho): observed 0.0154 at rho = 1e-3, 0.0028 at 1e-4
     assert dev[1e-4] < 0.006 and dev[1e-4] < 0.5 * dev[1e-3] and dev[1e-3] < 0.03
 

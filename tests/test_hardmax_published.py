@@ -1,4 +1,4 @@
-"""Tests of the published hardmax output function (aimlib.channels.hardmax_published).
+"""Tests of the published hardmax output function (``book/_code/hardmax_published.py``, book code).
 
 It reproduces the published numbers (threshold and SE curve, within the Monte
 Carlo error of the published computation), it is not the gradient of log Z_out,
@@ -8,13 +8,17 @@ Every Monte Carlo check is seeded; tolerances come from standard errors.
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 import pytest
 
 from aimlib import state_evolution as se
 from aimlib.channels import Hardmax, hardmax as hm, sample_se_measure
-from aimlib.channels import hardmax_published as hp
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "book" / "_code"))
+import hardmax_published as hp  # noqa: E402
 
 SIGNS = np.array([[1.0, 1.0], [1.0, -1.0], [-1.0, 1.0], [-1.0, -1.0]])
 KEYS = [(0, 0), (1, 1), (0, 1)]
@@ -38,7 +42,9 @@ def test_threshold_standard_error_matches_the_spread_of_samples():
     x = _fisher_samples(0.0, 1.0, 200_000, seed=8)
     assert len(np.unique(np.round(x, 10))) == 2
     sampled = hp.published_threshold() * x.std() / x.mean() / math.sqrt(hp.PUBLISHED_MC_SAMPLES)
-    assert hp.threshold_standard_error() == pytest.approx(sampled, rel=0.02)
+    # x is two-valued, so sd(x)/E[x] is a function of the sampled frequency p = 0.608 alone: relative
+    # standard error 2.9e-4 at 200 000 samples (seeds 8-11: |error| <= 5.9e-4; the tolerance was 0.02)
+    assert hp.threshold_standard_error() == pytest.approx(sampled, rel=2e-3)
     assert hp.threshold_standard_error(4 * hp.PUBLISHED_MC_SAMPLES) == pytest.approx(
         hp.threshold_standard_error() / 2, rel=1e-12)
 
@@ -148,7 +154,8 @@ def test_nishimori_identity_holds_for_the_gradient_and_fails_for_the_published_f
     lhs, rhs, sem = hp.nishimori_terms(hp.published_g_out, 0.5, 1.5, n=60_000, seed=6)
     z = np.abs(lhs - rhs) / sem
     assert np.all(np.diag(z) > 10), z
-    # E[g_12^2] is about 15 % below -E[d g_12 / d omega_12]
+    # E[g_12^2] is about 15 % below -E[d g_12 / d omega_12]: 1.18 to two decimals, and the ratio carries
+    # Monte Carlo error ~0.008 at n = 60 000 (observed 1.1735)
     assert rhs[2, 2] / lhs[2, 2] == pytest.approx(1.18, abs=0.05)
 
 

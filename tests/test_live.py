@@ -183,6 +183,7 @@ def test_kernel_websocket_needs_the_token_and_the_book_origin(small_site):
         _request(url.replace("ws://", "http://").rsplit("/", 1)[0], auth, method="DELETE")
 
 
+@pytest.mark.slow
 def test_idle_kernels_are_culled(tmp_path):
     (tmp_path / "index.html").write_text("book")
     with live_book(tmp_path, log=open(tmp_path / "server.log", "w"), allow_root=True,

@@ -61,7 +61,11 @@ def test_sampling_gives_one_teacher_and_one_index_matrix_per_layer():
     assert data.rho == RHOS
     for ell in range(2):
         assert np.allclose(data.h[:, ell], model.attention_indices(data.X, data.S[ell]))
+        # a scale check on one teacher at d = 30, not a statistical test: Tr(S^2)/d has mean 1 + rho + 1/d
+        # and fluctuates by 12-19 % between teachers (~1/d; sd over 400 draws); this seed: +4 %, -10 %
         assert np.trace(data.S[ell] @ data.S[ell]) / 30 == pytest.approx(1 + RHOS[ell], rel=0.25)
+    # the noise of 810 i.i.d. entries: the sample sd has relative standard error 1/sqrt(2 * 810) = 2.5 %,
+    # 0.1 is 4 of them (observed 0.05 %)
     assert np.std(data.y - data.h) == pytest.approx(np.sqrt(NOISE), rel=0.1)
     with pytest.raises(ValueError, match="rho must hold 2 width ratios"):
         model.sample_dataset(0.05, 30, 3, 0.5, ch, seed=0)
@@ -88,6 +92,7 @@ def test_fisher_matches_a_monte_carlo_average_for_both_layers():
     g = ch.g_out(ch(h, seed=rng), omega, tuple(a - b for a, b in zip(Q0, q)))
     iu = np.triu_indices(T)
     mc = 2 * np.mean(np.sum((sigma2(T) * g**2)[..., iu[0], iu[1]], axis=-1), axis=0)
+    # Monte Carlo at n = 60 000: relative standard error 0.33 % per layer (observed 0.41 %, 0.32 %)
     assert mc == pytest.approx(ch.fisher(q, Q0, T), rel=0.03)
 
 

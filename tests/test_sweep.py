@@ -15,7 +15,7 @@ import pytest
 
 from aimlib import cli, sweep
 from aimlib import state_evolution as se
-from aimlib.channels import DeepAttention
+from aimlib.channels import CHANNELS, DeepAttention, make_channel
 from aimlib.sweep import Run, SpecError, SweepSpec, expand, load_spec, read_results, run_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -110,8 +110,6 @@ def cli_run(*args, **kw):
      "noiseless softmax or linear"),
     ({"noise": 0.1, "options": {"se": {"solver": "closed"}}}, "options.se.solver",
      "noiseless softmax or linear"),
-    ({"channel": "hardmax", "rho": math.inf}, "rho", "closed-form solver"),
-    ({"rho": math.inf, "options": {"se": {"solver": "iterate"}}}, "rho", "closed-form solver"),
 ])
 def test_spec_errors_name_the_field(changes, field, words):
     with pytest.raises(SpecError) as info:
@@ -330,7 +328,7 @@ def test_rerun_of_a_complete_sweep_computes_nothing(local_table, monkeypatch):
     def forbidden(run):
         raise AssertionError("a cached run was computed again")
 
-    monkeypatch.setattr(sweep, "execute", forbidden)
+    monkeypatch.setattr(sweep.runners, "execute", forbidden)
     for s in small_specs():
         for workers in (1, 2):
             rep = run_sweep(s, out, workers=workers, progress=False)
@@ -348,7 +346,7 @@ def test_failed_runs_are_listed_beside_the_results_until_they_succeed(tmp_path, 
             raise RuntimeError("inconsistent   state")
         return real(run)
 
-    monkeypatch.setattr(sweep, "execute", flaky)
+    monkeypatch.setattr(sweep.runners, "execute", flaky)
     spec = spec_with(alpha=[0.05, 0.1])
     with pytest.warns(RuntimeWarning, match="inconsistent state"):
         rep = run_sweep(spec, out, workers=1, progress=False)
@@ -376,7 +374,7 @@ def test_only_missing_runs_are_computed_and_failures_are_retried(tmp_path, monke
             raise RuntimeError("boom")
         return real(run)
 
-    monkeypatch.setattr(sweep, "execute", counting)
+    monkeypatch.setattr(sweep.runners, "execute", counting)
     with pytest.warns(RuntimeWarning, match="RuntimeError: boom"):
         rep = run_sweep(spec_with(alpha=[0.05, 0.1]), out, workers=1, progress=False)
     assert rep.n_computed == 1 and len(rep.failures) == 1 and "RuntimeError: boom" in rep.failures[0][1]
@@ -535,6 +533,7 @@ def test_sigterm_stops_cleanly(tmp_path):
     assert 3 <= n < len(expand(spec)) and out.read_text().endswith("\n")
 
 
+@pytest.mark.slow
 def test_killed_sweep_resumes_without_losing_or_duplicating_rows(tmp_path):
     spec, out, rc, _ = start_and_signal(tmp_path, signal.SIGKILL)
     assert rc == -signal.SIGKILL
@@ -691,7 +690,7 @@ def test_cli_failed_runs_exit_1(tmp_path, monkeypatch, capsys):
     def failing(run):
         raise RuntimeError("no luck")
 
-    monkeypatch.setattr(sweep, "execute", failing)
+    monkeypatch.setattr(sweep.runners, "execute", failing)
     assert cli.main(["sweep", str(spec), "--workers", "1", "--no-progress"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and all("failed: RuntimeError: no luck" in line for line in err)
@@ -812,3 +811,17 @@ def test_a_sweep_row_with_rademacher_tokens(tmp_path):
                                               on_max_iter="return", tokens="rademacher")
     assert rows[1]["mmse"] == pytest.approx(direct["mmse"], rel=1e-12)
     assert rows[0]["mmse"] != rows[1]["mmse"]
+
+
+def test_spec_channels_are_the_registry():
+    """A spec's ``channel`` takes the registry's names; the layered ones hold one teacher per index."""
+    assert sweep.CHANNELS == tuple(CHANNELS)
+    assert sweep.spec.LAYERED == {c: make_channel(c).n_indices for c in CHANNELS if make_channel(c).n_indices > 1}
+    for c in CHANNELS:
+        extra = {"rho": [[0.5, 0.5]], "c": 0.5} if c in sweep.spec.LAYERED else {}
+        assert SweepSpec(**{**BASE, "channel": c, **extra}).channel == (c,)
+    with pytest.raises(SpecError, match="channel"):
+        SweepSpec(**{**BASE, "channel": "softmx"})
+    # alpha_bar = k alpha with k the channel's linear_k
+    run = expand(SweepSpec(**{**BASE, "alpha": None, "alpha_bar": [0.4], "T": 3}))[0]
+    assert run.alpha == pytest.approx(0.4 / make_channel("softmax").linear_k(3)) and run.alpha_bar == 0.4

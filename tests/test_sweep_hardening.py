@@ -26,7 +26,7 @@ def forbid_runs(monkeypatch):
     def forbidden(run):
         raise AssertionError("a run was computed")
 
-    monkeypatch.setattr(sweep, "execute", forbidden)
+    monkeypatch.setattr(sweep.runners, "execute", forbidden)
 
 
 # ---------------------------------------------------------------------------

@@ -194,6 +194,8 @@ def test_the_shift_of_the_effective_teacher_has_the_stated_mean_and_variance():
     var = 2 * np.sum(A * A) / d ** 2
     mean = math.sqrt(round(rho * d) / d) * np.trace(A) / math.sqrt(d)
     assert abs(deltas.mean() - mean) < 5 * math.sqrt(var / N)
+    # a sample variance has relative variance (2 + kappa)/N; delta is a Wishart trace, not Gaussian
+    # (excess kurtosis kappa = 0.31 here), and the factor 1.5 allows kappa up to 2.5 (observed 0.030 < 0.19)
     assert abs(deltas.var(ddof=1) / var - 1) < 5 * math.sqrt(2 / N) * 1.5
 
 

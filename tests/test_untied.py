@@ -1,11 +1,17 @@
 """Untied key and query: sampling, counting, the rectangular prior MMSE, the two-overlap SE."""
 import itertools
 import math
+import sys
 
 import numpy as np
 import pytest
 
 from aimlib import untied as u
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import untied_gd_recovery as gd_recovery  # noqa: E402
+import untied_tied_vs_untied as tied_vs_untied  # noqa: E402
 
 # ------------------------------------------------------------------ model
 
@@ -263,14 +269,20 @@ def test_indices_and_softmax_on_the_device(strict_cupy):
         assert np.allclose(to_host(u.untied_softmax(Xd, Sd)), u.untied_softmax(X, S))
 
 
-def test_make_comparison_file(tmp_path):
-    path = tmp_path / "cmp.csv"
-    u.make_comparison(path, rhos=(0.5,), Ts=(2,), alphas=[0.1, 0.2])
-    assert path.read_text().startswith("# made by: python -c")
-    rows = np.loadtxt(path, delimiter=",")
-    assert rows.shape == (2, 5)
-    assert rows[1, 4] == pytest.approx(u.solve_untied(0.2, 2, 0.5)[0])
-    assert rows[1, 3] == 0.0          # tied: beyond alpha_PR = 0.1875
+def test_tied_vs_untied_script_and_its_file():
+    """``scripts/untied_tied_vs_untied.py``: the rows it writes, and the committed file is what it gives today."""
+    rows = list(tied_vs_untied.rows(rhos=(0.5,), Ts=(2,), alphas=[0.1, 0.2]))
+    assert [list(r) for r in rows] == [tied_vs_untied.COLUMNS] * 2
+    assert float(rows[1]["E_untied"]) == pytest.approx(u.solve_untied(0.2, 2, 0.5)[0])
+    assert float(rows[1]["E_tied"]) == 0.0          # tied: beyond alpha_PR = 0.1875
+    path = ROOT / "book" / "data" / "untied_tied_vs_untied.csv"
+    assert path.read_text().startswith(f"# made by: {tied_vs_untied.COMMAND}\n")
+    committed = np.genfromtxt(path, delimiter=",", names=True, skip_header=1)
+    assert len(committed) == len(tied_vs_untied.RHOS) * len(tied_vs_untied.TS) * len(tied_vs_untied.ALPHAS)
+    alphas = tied_vs_untied.ALPHAS[[10, 30]]
+    again = [[float(r[c]) for c in tied_vs_untied.COLUMNS] for r in tied_vs_untied.rows((0.5,), (3,), alphas)]
+    sel = committed[(committed["rho"] == 0.5) & (committed["T"] == 3)][[10, 30]]
+    assert np.array_equal(np.array(sel.tolist()), np.array(again))
 
 
 def test_euler_identity_of_the_output_side():
@@ -342,15 +354,13 @@ def test_students_recover_above_counting_and_tied_cannot_fit_untied():
         fit_student(X, m, 0)
 
 
-def test_recovery_table_file(tmp_path):
-    from aimlib.untied.student import recovery_table
-    path = tmp_path / "rec.csv"
-    recovery_table(path, [1.0], d=6, rho=0.5, T=2, seeds=1)
-    assert path.read_text().startswith("# made by: python -c")
-    rows = np.loadtxt(path, delimiter=",")
-    assert rows.shape == (4, 6)
-    assert set(map(tuple, rows[:, :2])) == {(1, 1), (1, 0), (0, 1), (0, 0)}
-    recovery_table(path, [1.0], d=6, rho=0.5, T=2, seeds=1, pairs=((0, 0),))
-    assert "pairs=((0, 0),)" in path.read_text().splitlines()[0]
-    rows = np.loadtxt(path, delimiter=",", ndmin=2)
-    assert rows.shape == (1, 6) and tuple(rows[0, :2]) == (0, 0)
+def test_gd_recovery_script(tmp_path):
+    """``scripts/untied_gd_recovery.py``: every pair by default, or the pairs asked for; the files name it."""
+    rows = list(gd_recovery.rows(6, [1.0], seeds=range(1)))
+    assert [(r["teacher_tied"], r["student_tied"]) for r in rows] == [("1", "1"), ("1", "0"), ("0", "1"), ("0", "0")]
+    assert all(list(r) == gd_recovery.COLUMNS for r in rows)
+    rows = list(gd_recovery.rows(6, [1.0], pairs=((0, 0),), seeds=range(1)))
+    assert len(rows) == 1 and (rows[0]["teacher_tied"], rows[0]["student_tied"]) == ("0", "0")
+    for d, (_, _, name) in gd_recovery.GRIDS.items():
+        command = gd_recovery.COMMAND + ("" if d == 24 else f" --d {d}")
+        assert (ROOT / "book" / "data" / name).read_text().startswith(f"# made by: {command}\n")

@@ -7,7 +7,7 @@ import pytest
 
 from aimlib import untied as u
 from aimlib.errors import ConvergenceError
-from aimlib.untied import posterior
+from aimlib.priors import Sampled, sampled
 
 
 def _iso_share(d):
@@ -109,7 +109,7 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="d"):
         u.two_noise_problem(1, 0.5, (0.3, 0.3))
     with pytest.raises(ValueError, match="n_steps and warmup"):
-        u.SampledPriorStep(10, 0.5, n_steps=20, warmup=0.9)
+        Sampled(0.5, n_steps=20, warmup=0.9)
     with pytest.raises(ValueError, match="denoiser"):
         u.run_untied_gamp(0.1, 2, 10, 0.5, denoiser="posterior")
 
@@ -118,7 +118,7 @@ def test_refusals(monkeypatch):
     """A chain that accepts too rarely, and an iteration that does not settle, raise instead of answering."""
     with pytest.raises(ConvergenceError, match="max_iter|within 10 iterations"):
         u.sampled_state_evolution(0.3, 2, 0.5, 16, seed=0, tol=1e-12, max_iter=10, n_steps=40)
-    monkeypatch.setattr(posterior, "MIN_ACCEPTANCE", 0.999)
+    monkeypatch.setattr(sampled, "MIN_ACCEPTANCE", 0.999)
     with pytest.raises(ConvergenceError, match="acceptance"):
         u.sample_two_noise(16, 0.5, (0.3, 0.8), seed=0, n_steps=40)
 
@@ -133,8 +133,8 @@ def test_sampled_prior_step_predicts_its_error():
     d, deltas = 30, (0.2, 0.7)
     Q, K, R = u.two_noise_problem(d, 0.5, deltas, seed=3, backend="numpy")
     S = u.factor_product(Q, K)
-    step = u.SampledPriorStep(d, 0.5, seed=4)
-    calls = [step(R, deltas) for _ in range(6)]
+    prior = Sampled(0.5, seed=4)
+    calls = [prior.denoise(R, deltas) for _ in range(6)]
     V, V_ons = (np.mean([c[k] for c in calls], axis=0) for k in (1, 2))
     assert all(0 < vo < v < 1.1 * vo for v, vo in zip(V, V_ons))
     assert V_ons == pytest.approx(u.sample_two_noise(d, 0.5, deltas, seed=3).errors, rel=0.05)
@@ -142,13 +142,14 @@ def test_sampled_prior_step_predicts_its_error():
     assert actual == pytest.approx(V, rel=0.05)
 
 
+@pytest.mark.slow
 def test_sampled_gamp_lands_on_the_exact_state_evolution():
     """GAMP whose prior step is the sampled posterior mean reaches the sampled two-overlap fixed point
     (means over three instances each, d = 30), predicts its own error, and errs well below the equalised
     GAMP's state evolution (the upper end of the bracket)."""
     alpha, T, d = 0.2, 2, 30
     runs = [u.run_untied_gamp(alpha, T, d, 0.5, seed=s, backend="numpy", denoiser="sampled", max_iter=40,
-                              tol=1e-12) for s in range(3)]
+                              tol=1e-12, on_max_iter="return") for s in range(3)]
     exact = np.mean([u.sampled_state_evolution(alpha, T, 0.5, d, seed=s).mmse for s in range(3)])
     assert np.mean([r.mmse for r in runs]) == pytest.approx(exact, rel=0.08)
     assert np.mean([sum(r.V) for r in runs]) == pytest.approx(exact, rel=0.08)
@@ -162,9 +163,9 @@ def test_sampled_gamp_on_the_device(strict_cupy):
     S = u.sample_teacher_untied(12, 0.5, seed=0)
     X = np.random.default_rng(1).standard_normal((40, 2, 12))
     y = u.untied_softmax(X, S)
-    host = u.untied_gamp(X, y, 0.5, denoiser="sampled", seed=2, max_iter=3)
+    host = u.untied_gamp(X, y, 0.5, denoiser="sampled", seed=2, max_iter=3, on_max_iter="return")
     dev = u.untied_gamp(to_device(X, strict_cupy), to_device(y, strict_cupy), 0.5, denoiser="sampled", seed=2,
-                        max_iter=3)
+                        max_iter=3, on_max_iter="return")
     assert isinstance(dev.S_hat, np.ndarray)
     assert np.allclose(dev.S_hat, host.S_hat, atol=1e-9)
 

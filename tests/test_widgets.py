@@ -18,7 +18,7 @@ pytest.importorskip("ipywidgets")
 pytest.importorskip("matplotlib")
 
 from aimlib import rmt  # noqa: E402
-from aimlib.channels import hardmax  # noqa: E402
+from aimlib.channels import CHANNELS, hardmax  # noqa: E402
 from aimlib import state_evolution as se  # noqa: E402
 from aimlib import widgets as aw  # noqa: E402
 
@@ -200,6 +200,7 @@ def test_untied_panel_data_match_both_state_evolutions():
 
 
 # --------------------------------------------------------------------------- phase diagram
+@pytest.mark.slow
 def test_phase_panel_softmax_and_T():
     p = aw.phase_panel()
     d = p.last_data
@@ -247,6 +248,7 @@ def test_spectrum_panel_controls_and_data():
     S, Y = rmt.sample_denoising(200, 1.0, 0.5, 3)
     np.testing.assert_allclose(d["eigenvalues"], np.linalg.eigvalsh(Y), atol=1e-10)
     assert d["mmse"] == pytest.approx(rmt.mmse(1.0, 0.5))
+    # one draw at d = 200: the RIE's error is within 0.008 of mmse = 0.249 over seeds 3-9 (this seed: 2e-5)
     assert abs(d["rie_error"] - d["mmse"]) < 0.1
 
 
@@ -261,7 +263,7 @@ def test_amp_panel_runs_on_click():
     assert p.last_png != png0 and len(p.runs) == 1
     r = p.last_data["last_run"]
     assert r["params"]["d"] == 20 and 1 <= len(r["error_trace"]) <= 5
-    assert 0 <= r["mmse"] < 1.2
+    assert 0 <= r["mmse"] < 1.2      # a sanity bound: the prior's error 1, plus finite-size slack at d = 20
     assert r["se_mmse"] == pytest.approx(se.solve(0.1, "softmax", T=2, rho=0.5).mmse, abs=1e-6)
     print(f"\n[AMP panel] one run at d = 20: {time.perf_counter() - t0:.2f} s")
     old, new = _changes(p, "alpha", 0.2)  # moves the marker, keeps the points
@@ -279,3 +281,7 @@ def test_playground_collects_the_panels():
     box = aw.playground()
     assert set(box.panels) == {"se", "phase", "noise", "spectrum", "amp", "deep"}
     assert all(pn.error == "" and pn.last_png.startswith(PNG) for pn in box.panels.values())
+
+
+def test_panel_channels_come_from_the_registry():
+    assert set(aw.base.CHANNELS) <= set(CHANNELS)

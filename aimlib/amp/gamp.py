@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -12,8 +11,9 @@ from .. import _validate as v
 from ..backend import float_dtype, get_array_module, to_device, to_host
 from ..channels import Channel
 from ..errors import ConvergenceError, check_on_max_iter, max_iter_reached
-from ..model import estimation_error, widths
-from .steps import DELTA_MIN, channel_step, chunk_size_for, prior_step
+from ..priors import make_priors
+from .loop import StopRules, iterate, layer_errors, pack_layers
+from .steps import chunk_size_for
 
 __all__ = ["AMPResult", "Problem", "gamp_rie"]
 
@@ -22,9 +22,6 @@ __all__ = ["AMPResult", "Problem", "gamp_rie"]
 RESOLUTION_D2 = 2.0
 #: relative allowance of the consistency check, ``CHECK_K / sqrt(d)`` (see :func:`_check_result`)
 CHECK_K = 10.0
-#: a predicted error below ``resolution`` that fell by less than this factor over
-#: ``lookback`` iterations has stalled (see :func:`_stalled`)
-STALL_FACTOR = 2.0
 
 
 @dataclass
@@ -40,8 +37,11 @@ class AMPResult:
     m : float or tuple
         The algorithm's own prediction of that error, ``mmse_S(Delta)`` (damped);
         it is what the state evolution tracks.
+    V : float or tuple
+        The same per sector of each layer's prior (a pair ``(V_A, V_B)`` for a square
+        prior; equal to ``m`` for one-sector priors).
     delta : float or tuple
-        Last effective noise variance ``Delta`` of the channel step.
+        Last effective noise variance ``Delta`` of the channel step (per sector for a square prior).
     iterations : int
     converged : bool
     reason : str
@@ -56,6 +56,7 @@ class AMPResult:
     S_hat: np.ndarray
     mmse: float | tuple | None
     m: float | tuple
+    V: float | tuple
     delta: float | tuple
     iterations: int
     converged: bool
@@ -75,7 +76,7 @@ class Problem:
     S: list | None
     init: list | None
     channel: Channel
-    rho: tuple
+    priors: tuple
     dtype: np.dtype
     n: int
     T: int
@@ -86,16 +87,18 @@ class Problem:
     damp_S: bool
 
 
-def _teachers(name, S, L, d, xp, dt):
-    """``S`` (``(d, d)`` or ``(L, d, d)``) as a list of ``L`` symmetric device matrices, or None."""
+def _teachers(name, S, priors, d, xp, dt):
+    """``S`` (``(d, d)`` or ``(L, d, d)``) as a list of ``L`` device matrices (symmetric where the prior is), or None."""
     if S is None:
         return None
     S = v.finite_array(name, S)
+    L = len(priors)
     want = (d, d) if L == 1 else (L, d, d)
     if tuple(S.shape) != want:
         raise ValueError(f"{name} must have shape {want} to match X, got {tuple(S.shape)}")
     mats = [S] if L == 1 else [S[i] for i in range(L)]
-    return [to_device(v.symmetric_matrix(name, M), xp).astype(dt) for M in mats]
+    return [to_device(v.symmetric_matrix(name, M) if prior.symmetric else M, xp).astype(dt)
+            for M, prior in zip(mats, priors)]
 
 
 def _problem(X, y, channel, rho, S, init, dtype, chunk_size, memory_mb, damping, damp) -> Problem:
@@ -111,7 +114,7 @@ def _problem(X, y, channel, rho, S, init, dtype, chunk_size, memory_mb, damping,
         raise ValueError(f"y must hold one output per sample of X (n={n}), got shape {tuple(y.shape)}")
     if L == 1 and tuple(y.shape) != (n, T, T):
         raise ValueError(f"y must have shape {(n, T, T)} to match X, got {tuple(y.shape)}")
-    rho = widths(channel, rho)
+    priors = make_priors(channel, rho)
     damping = v.in_range("damping", damping, 0.0, 1.0)
     if damping >= 1.0:
         raise ValueError(f"damping must be in [0, 1), got {damping!r}")
@@ -122,20 +125,9 @@ def _problem(X, y, channel, rho, S, init, dtype, chunk_size, memory_mb, damping,
     chunk_size = min(v.integer("chunk_size", chunk_size, minimum=1), n)
     xp = get_array_module(X, y, S, init)
     return Problem(xp=xp, X=to_device(X, xp).astype(dt, copy=False), y=to_device(y, xp).astype(dt, copy=False),
-                   S=_teachers("S", S, L, d, xp, dt), init=_teachers("init", init, L, d, xp, dt),
-                   channel=channel, rho=rho, dtype=dt, n=n, T=T, d=d, chunk_size=chunk_size,
+                   S=_teachers("S", S, priors, d, xp, dt), init=_teachers("init", init, priors, d, xp, dt),
+                   channel=channel, priors=priors, dtype=dt, n=n, T=T, d=d, chunk_size=chunk_size,
                    damping=damping, damp_g=damp in ("messages", "both"), damp_S=damp in ("state", "both"))
-
-
-def _pack(values):
-    """A float for one layer, a tuple of floats for several."""
-    values = [float(x) for x in values]
-    return values[0] if len(values) == 1 else tuple(values)
-
-
-def _error(p, mats, xp):
-    """``(1/d) ||M_l - S_l||_F^2`` per layer (:func:`aimlib.model.estimation_error`)."""
-    return [estimation_error(M, S) for M, S in zip(mats, p.S)]
 
 
 class _Recorder:
@@ -149,7 +141,7 @@ class _Recorder:
         if self.rec is not None:
             for k, val in values.items():
                 if k in self.rec:
-                    self.rec[k].append(_pack(val) if isinstance(val, (list, np.ndarray)) else val)
+                    self.rec[k].append(pack_layers(val) if isinstance(val, (list, np.ndarray)) else val)
 
 
 def _check_result(p, S_hat, m, xp, floor, stalled=False, capped=False):
@@ -158,7 +150,7 @@ def _check_result(p, S_hat, m, xp, floor, stalled=False, capped=False):
     With ``e`` the measured error ``(1/d) ||S_hat - S||_F^2`` of a layer, ``m`` its
     prediction and ``hi, lo = max(e, m), min(e, m)``, the state is rejected when
 
-    * ``e > e_0 + 0.1``, with ``e_0`` the error of the prior mean ``sqrt(rho) I``, or
+    * ``e > e_0 + 0.1``, with ``e_0`` the error of the prior mean (``sqrt(rho) I`` for Wishart), or
     * ``hi > (1 + CHECK_K / sqrt(d)) lo + floor`` with ``CHECK_K = 10`` and
       ``floor = max(resolution, m_floor, sqrt(eps))`` (default ``2/d^2``), or
     * the run ended because ``m`` stalled below ``resolution`` (``stalled``) and
@@ -198,8 +190,8 @@ def _check_result(p, S_hat, m, xp, floor, stalled=False, capped=False):
     """
     if p.S is None:
         return None
-    err = _error(p, S_hat, xp)
-    trivial = _error(p, [math.sqrt(r) * xp.eye(p.d, dtype=p.dtype) for r in p.rho], xp)
+    err = layer_errors(p, S_hat, xp)
+    trivial = layer_errors(p, [pr.mean(p.d, xp, p.dtype) for pr in p.priors], xp)
     slack = 1.0 + CHECK_K / math.sqrt(p.d)
     for ell, (e, mm, tv) in enumerate(zip(err, m, trivial)):
         hi, lo = (e, mm) if capped else (max(e, mm), min(e, mm))
@@ -218,7 +210,7 @@ def gamp_rie(X, y, channel: Channel, rho, *, S=None, damping: float = 0.5, max_i
              tol: float = 1e-4, lookback: int = 10, min_iter: int = 3, chunk_size: int | None = None,
              memory_mb: float = 64.0, trace: bool = False, init=None, m_floor: float | None = None,
              on_max_iter: str = "raise", dtype=None, damp: str = "both",
-             resolution: float | None = None) -> AMPResult:
+             resolution: float | None = None, stop: str = "estimate") -> AMPResult:
     r"""Run GAMP-RIE on a data set ``(X, y)`` of the attention-indexed model.
 
     Parameters
@@ -229,44 +221,34 @@ def gamp_rie(X, y, channel: Channel, rho, *, S=None, damping: float = 0.5, max_i
         Outputs of ``channel``, ``(n, T, T)`` for one index per sample.
     channel : aimlib.channels.Channel
         Provides ``g_out`` (one RIE denoiser runs per index matrix it reads).
-    rho : float, or sequence of ``L`` floats
-        Width ratios of the teachers.
+    rho : float, Prior, or a sequence of ``L`` of them
+        The teachers' priors (:mod:`aimlib.priors`; a width ratio is the Wishart prior,
+        ``inf`` the Gaussian one); each layer's prior step is its ``denoise``.
     S : array (d, d) or (L, d, d), optional
         Teacher, used only to report errors and to check the final state.
     damping, damp : float in [0, 1), {'both', 'state', 'messages'}
         ``x <- (1 - damping) new + damping old`` for ``(S_hat, m)`` (``'state'``),
         ``(g, m)`` (``'messages'``) or all three (``'both'``, stable at small ``d``).
-    max_iter, tol, lookback, min_iter
-        Stop (``reason='tol'``) when ``||S_hat_t - S_hat_{t-k}||_F^2 / d <= tol * m_t + atol``
-        for some ``k <= lookback`` (a negligible move in units of the predicted
-        error, robust to tiny cycles), after at least ``min_iter`` iterations;
-        ``atol = eps (1 + max rho)`` is the rounding level of ``||S_hat||_F^2 / d``
-        (``eps`` of the working dtype), so the rule needs no ``m > 0``.
+    max_iter, tol, lookback, min_iter, stop
+        ``stop='estimate'``: stop (``reason='tol'``) when ``||S_hat_t - S_hat_{t-k}||_F^2 / d
+        <= tol m_t + atol`` for some ``k <= lookback`` (robust to tiny cycles), after
+        ``min_iter`` iterations; ``atol = eps max Q0`` is the rounding level of ``||S_hat||_F^2/d``.
+        ``stop='prediction'``: when ``|m_t - m_{t-1}| < tol m_{t-1}`` (:class:`~aimlib.amp.loop.StopRules`).
     chunk_size, memory_mb
         Samples per chunk (default: from the ``memory_mb`` work budget).
     trace : bool
-        Record ``m``, ``m_new``, ``delta``, ``change`` and, with ``S``, ``error``,
-        ``error_new`` and ``noise_ratio = ||R - S||_F^2/(d Delta)`` per iteration.
+        Record ``m``, ``m_new``, ``delta``, ``change`` and, with ``S``, ``error``, ``error_new``
+        and ``noise_ratio = ||R - S||_F^2/(d Delta)`` per iteration.
     init : array (d, d) or (L, d, d), optional
-        Starting estimate (default: the prior mean ``sqrt(rho) I``, ``m = 1``).
+        Starting estimate (default: the prior mean, ``sqrt(rho) I`` for Wishart, with ``m = mmse(inf)``).
     m_floor : float, optional
         Stop (``reason='perfect'``) when every ``m`` drops below it (default ``sqrt(eps)``).
     resolution : float, optional
         Also stop as ``'perfect'`` when every ``m`` has stayed below ``resolution``
         for the last ``lookback + 1`` iterations and fell by less than a factor 2
-        over them (default ``2/d^2``, the error of one symmetric pair of entries of
-        ``S`` wrong by their standard deviation; 0 turns this off).  Above perfect
-        recovery a noiseless channel often lets ``m`` decay only like ``t^-2``
-        while the measured error is a hundred times smaller (softmax, d = 40,
-        alpha = 0.3: ``m = 4e-4``, error ``2e-6`` after 300 iterations, still
-        falling); this rule ends such runs, after 160 to 260 iterations at
-        d = 40..60, while a run still converging fast goes on to ``m_floor``.
-        The slow decay, ``m ~ 4e-4 (300/t)^2``, hardly depends on ``d``, so at
-        larger ``d`` such a run needs about ``4 d`` iterations (d = 80: 330) and
-        otherwise ends at ``max_iter``.
-        Such a stop claims a measured error below ``resolution``, and the final
-        check holds it to that; ``resolution`` is also the absolute allowance of
-        the check (below).
+        (default ``2/d^2``; 0 turns this off; why: :func:`aimlib.amp.loop.stalled`).
+        Such a stop claims a measured error below ``resolution``, which the final
+        check holds it to; ``resolution`` is also the check's absolute allowance.
     on_max_iter : {'raise', 'warn', 'return'}
         The rule of :mod:`aimlib.errors` at the iteration cap.
     dtype : float32 or float64, optional
@@ -275,117 +257,42 @@ def gamp_rie(X, y, channel: Channel, rho, *, S=None, damping: float = 0.5, max_i
     Raises
     ------
     aimlib.ConvergenceError
-        On divergence, at the cap with ``on_max_iter='raise'``, or when the final
-        state is inconsistent with the teacher ``S``: measured error and prediction
-        ``m`` must agree within a factor ``1 + 10/sqrt(d)`` plus
-        ``max(resolution, m_floor, sqrt(eps))`` (the error alone must be below it
-        after a stop on a stalled ``m``), and the error must not exceed the
-        prior mean's by more than 0.1 (see :func:`_check_result`).  A prediction
-        that collapsed (``m -> 0``, ``Delta -> 0``) while the estimate stays wrong is
-        such a state; it is reported as a failure, never as perfect recovery.  A
-        run returned at the cap is rejected when its error exceeds that allowance
-        above ``m`` (a collapse that reached the cap), not when ``m`` lags above it.
+        On divergence, at the cap with ``on_max_iter='raise'``, or when the final state
+        contradicts the teacher ``S`` (:func:`_check_result`: error and ``m`` must agree within
+        ``1 + 10/sqrt(d)`` plus a floor; a collapsed ``m`` is a failure, never perfect recovery).
     """
     p = _problem(X, y, channel, rho, S, init, dtype, chunk_size, memory_mb, damping, damp)
-    max_iter = v.integer("max_iter", max_iter, minimum=1)
-    tol, lookback = v.positive("tol", tol), v.integer("lookback", lookback, minimum=1)
-    min_iter = v.integer("min_iter", min_iter, minimum=1)
     check_on_max_iter(on_max_iter)
-    sqrt_eps = float(np.sqrt(np.finfo(p.dtype).eps))
-    m_floor = v.nonnegative("m_floor", sqrt_eps if m_floor is None else m_floor)
-    resolution = v.nonnegative("resolution", RESOLUTION_D2 / p.d**2 if resolution is None else resolution)
+    rules = _stop_rules(p, max_iter, tol, lookback, min_iter, m_floor, resolution, stop)
     rec = _Recorder(trace, p.S is not None)
     t0 = time.perf_counter()
-    S_hat, m, delta, t, reason, change = _iterate(p, rec, max_iter, tol, lookback, min_iter, m_floor,
-                                                  resolution)
+    S_hat, V, delta, t, reason, change = iterate(p, rec, rules)
+    m = np.array([sum(Vl) for Vl in V])
     seconds = time.perf_counter() - t0
-    converged, xp, L = reason != "max_iter", p.xp, len(p.rho)
+    converged, xp, L = reason != "max_iter", p.xp, len(p.priors)
     stalled = reason == "stalled"
-    reason = "perfect" if stalled else reason
     if not converged:
-        max_iter_reached(f"GAMP-RIE did not converge in max_iter={max_iter} iterations (last change "
-                         f"{change:.3g} > tol={tol:g} in units of m={_pack(m)}); increase max_iter or "
+        max_iter_reached(f"GAMP-RIE did not converge in max_iter={rules.max_iter} iterations (last change "
+                         f"{change:.3g} > tol={rules.tol:g} in units of m={pack_layers(m)}); increase max_iter or "
                          "damping, or loosen tol", on_max_iter)
-    floor = max(resolution, m_floor, sqrt_eps)
+    floor = max(rules.resolution, rules.m_floor, float(np.sqrt(np.finfo(p.dtype).eps)))
     err = _check_result(p, S_hat, m, xp, floor, stalled, capped=not converged)
-    return AMPResult(S_hat=to_host(S_hat[0] if L == 1 else xp.stack(S_hat)), mmse=None if err is None else _pack(err),
-                     m=_pack(m), delta=_pack(delta), iterations=t, converged=converged, reason=reason,
-                     trace=rec.rec, seconds=seconds,
-                     options=dict(damping=p.damping, damp=damp, tol=tol, lookback=lookback,
-                                  chunk_size=p.chunk_size, dtype=str(p.dtype), max_iter=max_iter,
-                                  m_floor=m_floor, resolution=resolution))
+    return AMPResult(S_hat=to_host(S_hat[0] if L == 1 else xp.stack(S_hat)), mmse=None if err is None else pack_layers(err),
+                     m=pack_layers(m), V=pack_layers([Vl[0] if len(Vl) == 1 else Vl for Vl in V]),
+                     delta=pack_layers(delta), iterations=t, converged=converged,
+                     reason="perfect" if stalled else reason, trace=rec.rec, seconds=seconds,
+                     options=dict(damping=p.damping, damp=damp, chunk_size=p.chunk_size, dtype=str(p.dtype),
+                                  **{k: getattr(rules, k) for k in ("tol", "lookback", "max_iter", "m_floor",
+                                                                    "resolution", "stop")}))
 
 
-def _iterate(p, rec, max_iter, tol, lookback, min_iter, m_floor, resolution):
-    """The GAMP-RIE loop: channel step, prior step, damping, stopping rules (see :func:`gamp_rie`).
-
-    Returns ``(S_hat, m, delta, iterations, reason, change)`` with ``reason`` one of
-    ``'tol'``, ``'perfect'``, ``'stalled'`` (reported as ``'perfect'``) and ``'max_iter'``.
-    """
-    xp, L = p.xp, len(p.rho)
-    S_hat = p.init or [math.sqrt(r) * xp.eye(p.d, dtype=p.dtype) for r in p.rho]
-    m = np.ones(L)
-    g_prev = xp.zeros((p.n, L, p.T, p.T), dtype=p.dtype)
-    g_new = xp.empty_like(g_prev)
-    history, m_history = deque(maxlen=lookback), deque(maxlen=lookback + 1)
-    atol = float(np.finfo(p.dtype).eps) * (1.0 + max(p.rho))
-    reason, delta, change = "max_iter", np.full(L, np.nan), math.inf
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        for t in range(1, max_iter + 1):
-            try:
-                delta, R = channel_step(p, S_hat, m, g_prev, g_new, t)
-                if np.all(delta < DELTA_MIN):   # the channel pins every S down: R is the estimate
-                    S_hat, m, reason = R, np.zeros(L), "perfect"
-                    e_R = _error(p, R, xp) if p.S else []
-                    rec.add(m=m, m_new=m, delta=delta, change=0.0, error=e_R, error_new=e_R,
-                            noise_ratio=[e / dl for e, dl in zip(e_R, delta)])
-                    break
-                S_new, m_new = prior_step(p, R, delta)
-            except ConvergenceError as exc:
-                raise ConvergenceError(f"GAMP-RIE diverged at iteration {t}: {exc} (m={_pack(m)}, "
-                                       f"damping={p.damping}). Try a larger damping, check that y was "
-                                       "produced by this channel, or use float64.") from None
-            if p.S is not None:
-                rec.add(noise_ratio=[e / dl for e, dl in zip(_error(p, R, xp), delta)],
-                        error_new=_error(p, S_new, xp))
-            S_hat = [(1.0 - p.damping) * a + p.damping * b for a, b in zip(S_new, S_hat)] if p.damp_S else S_new
-            m = (1.0 - p.damping) * m_new + p.damping * m
-            g_prev, g_new = g_new, g_prev
-            change, still = _change(p, S_hat, m, history, m_floor, tol, atol, t, xp)
-            m_history.append(m.copy())
-            rec.add(m=m, m_new=m_new, delta=delta, change=change,
-                    error=_error(p, S_hat, xp) if p.S else [])
-            if t >= min_iter and still:
-                reason = "tol"
-                break
-            if np.all(m < m_floor):
-                reason = "perfect"
-                break
-            if _stalled(m_history, resolution):
-                reason = "stalled"
-                break
-    return S_hat, m, delta, t, reason, change
-
-
-def _stalled(m_history, resolution):
-    """Every layer's ``m`` below ``resolution`` over the whole window of ``lookback + 1`` iterations,
-    and fallen by less than ``STALL_FACTOR`` across it (a run still converging fast goes on)."""
-    if len(m_history) < m_history.maxlen or resolution <= 0:
-        return False
-    first, last = m_history[0], m_history[-1]
-    return all(bool(np.all(mm < resolution)) for mm in m_history) and bool(np.all(last * STALL_FACTOR >= first))
-
-
-def _change(p, S_hat, m, history, m_floor, tol, atol, t, xp):
-    """``(change, still)``: the squared distance per ``d`` to the closest of the last iterates in units
-    of ``m`` (max over layers; the trace's ``change``), and whether some past iterate is within
-    ``tol * m + atol`` of the current one in every layer (the stopping rule ``'tol'``)."""
-    norm2 = max(float(xp.sum(S * S)) / p.d for S in S_hat)
-    if not math.isfinite(norm2) or norm2 > 1e4 * (1.0 + max(p.rho)):
-        raise ConvergenceError(f"GAMP-RIE diverged at iteration {t}: the estimate blew up "
-                               f"(||S_hat||_F^2/d = {norm2:.3g}). Try a larger damping.")
-    dist = [[float(xp.sum((S - o) ** 2)) / p.d for S, o in zip(S_hat, old)] for old in history]
-    change = min((max(x / max(mm, m_floor, 1e-300) for x, mm in zip(row, m)) for row in dist), default=math.inf)
-    still = any(all(x <= tol * mm + atol for x, mm in zip(row, m)) for row in dist)
-    history.append([S.copy() for S in S_hat])
-    return float(change), still
+def _stop_rules(p, max_iter, tol, lookback, min_iter, m_floor, resolution, stop) -> StopRules:
+    """The validated stopping rules of :func:`gamp_rie` (defaults ``m_floor = sqrt(eps)``, ``resolution = 2/d^2``)."""
+    v.choice("stop", stop, {"estimate", "prediction"})
+    sqrt_eps = float(np.sqrt(np.finfo(p.dtype).eps))
+    return StopRules(max_iter=v.integer("max_iter", max_iter, minimum=1), tol=v.positive("tol", tol),
+                     lookback=v.integer("lookback", lookback, minimum=1),
+                     min_iter=v.integer("min_iter", min_iter, minimum=1),
+                     m_floor=v.nonnegative("m_floor", sqrt_eps if m_floor is None else m_floor),
+                     resolution=v.nonnegative("resolution", RESOLUTION_D2 / p.d**2 if resolution is None
+                                              else resolution), stop=stop)

@@ -1,11 +1,10 @@
 """GAMP-RIE on a freshly sampled data set, and its cost model (time and memory)."""
 from __future__ import annotations
 
-import numpy as np
-
 from .. import _validate as v
 from ..backend import float_dtype, module_named
 from ..channels import make_channel
+from ..model import sample_dataset
 from .gamp import gamp_rie
 from .steps import chunk_size_for
 
@@ -58,7 +57,9 @@ def run_amp(channel, T: int, rho, alpha: float, d: int, seed=None, *,
     T, rho, alpha, d :
         Tokens per sample, width ratio(s), ``alpha = n / d^2`` and dimension.
     seed : int, Generator or None
-        Drives teacher, tokens and label noise (:func:`aimlib.model.sample_dataset`).
+        Teacher, tokens and label noise (:func:`aimlib.model.sample_dataset`) come
+        from stream 0 of :func:`aimlib._validate.run_streams`: the same teacher and
+        training data as :func:`aimlib.gd.run_gd` draws from this seed.
     backend : {'numpy', 'cupy'} or None
         Where the data and the iteration live.
     dtype : float32 or float64, optional
@@ -76,18 +77,15 @@ def run_amp(channel, T: int, rho, alpha: float, d: int, seed=None, *,
         ``seconds``, ``T``, ``rho``, ``n``, ``channel``, ``converged``, ``reason``,
         ``m`` (the predicted error), ``delta`` and, with ``trace=True``, ``trace``.
     """
-    from ..model import sample_dataset
-
     channel = make_channel(channel)
     T = v.integer("T", T, minimum=2)
     d = v.integer("d", d, minimum=2)
     dt = float_dtype(dtype)
     module_named(backend)  # validates the backend name early
-    seed_out = seed if seed is None or isinstance(seed, (int, np.integer)) else repr(seed)
-    data = sample_dataset(alpha, d, T, rho, channel, seed, backend=backend, dtype=dt,
+    data = sample_dataset(alpha, d, T, rho, channel, v.run_streams(seed).data, backend=backend, dtype=dt,
                           tokens=tokens)
     res = gamp_rie(data.X, data.y, channel, rho, S=data.S, dtype=dt, **options)
-    out = {"alpha": float(alpha), "d": d, "seed": seed_out, "mmse": res.mmse,
+    out = {"alpha": float(alpha), "d": d, "seed": v.seed_label(seed), "mmse": res.mmse,
            "iterations": res.iterations, "seconds": res.seconds, "T": T, "rho": data.rho,
            "n": int(data.n), "channel": repr(channel), "converged": res.converged,
            "reason": res.reason, "m": res.m, "delta": res.delta}

@@ -13,7 +13,8 @@ estimate ``S_l`` and predicted error ``m_l``:
          \Big[\sum_\mu X_\mu^\top G^\mu_l X_\mu - \Big(\sum_\mu \sum_a g^\mu_{l,aa}\Big) I_d\Big],
     \qquad G_{aa} = g_{aa},\; G_{ab} = g_{ab}/2 .
 
-Prior step: ``S_l <- RIE(R_l; Delta_l)``, ``m_l <- mmse_S(Delta_l; rho_l)``.
+Prior step: ``(S_l, m_l) <- prior_l.denoise(R_l, Delta_l)`` (:mod:`aimlib.priors`: for the Wishart
+prior the RIE of ``R_l`` and ``m_l = mmse_S(Delta_l; rho_l)``).
 
 The per-sample ``d x d`` matrices are never built: the forward pass is
 ``(X S_l) X^T`` and the backward pass ``X^T G X``, in chunks of samples, so
@@ -26,9 +27,9 @@ import math
 import numpy as np
 
 from .. import _validate as v
-from .. import rmt
 from ..channels import sigma2
 from ..errors import ConvergenceError
+from ..model import indices_from_factors
 
 __all__ = ["channel_step", "prior_step", "DELTA_MIN", "chunk_size_for"]
 
@@ -50,12 +51,14 @@ def chunk_size_for(T: int, d: int, itemsize: int, memory_mb: float) -> int:
 
 
 def _indices(Xc, S_hat, xp):
-    """``h = X S X^T / sqrt(d) - Tr(S)/sqrt(d) I`` for a chunk ``Xc`` of shape ``(c, T, d)``."""
+    """``h = X S X^T / sqrt(d) - Tr(S)/sqrt(d) I``, symmetrised, for a chunk ``Xc`` of shape ``(c, T, d)``.
+
+    The formula of :func:`aimlib.model.indices_from_factors`, with ``X S`` as one
+    ``(c T, d) @ (d, d)`` product; unchecked (``S_hat`` is GAMP's own iterate).
+    """
     c, T, d = Xc.shape
-    sqd = math.sqrt(d)
     XS = (Xc.reshape(c * T, d) @ S_hat).reshape(c, T, d)
-    h = XS @ xp.swapaxes(Xc, 1, 2) / sqd - (xp.trace(S_hat) / sqd) * xp.eye(T, dtype=Xc.dtype)
-    return (h + xp.swapaxes(h, 1, 2)) / 2
+    return indices_from_factors(XS, Xc, xp.trace(S_hat), math.sqrt(d), symmetric=True)
 
 
 def _g_out(channel, y, omega, m):
@@ -65,15 +68,18 @@ def _g_out(channel, y, omega, m):
     return channel.g_out(y, omega, tuple(float(x) for x in m))
 
 
-def channel_step(p, S_hat, m, g_prev, g_new, t):
-    """Forward, ``g_out`` and backward pass over all samples; return ``(delta, R)`` per layer.
+def channel_step(p, S_hat, V, V_ons, g_prev, g_new, t):
+    """Forward, ``g_out`` and backward pass over all samples; return ``(delta, R, None)`` per layer.
 
     ``p`` is the validated problem (:class:`aimlib.amp.gamp.Problem`), ``S_hat``
-    a list of ``L`` estimates, ``m`` their predicted errors, ``g_prev`` the last
+    a list of ``L`` estimates, ``V`` their predicted errors (``g_out``'s variances)
+    and ``V_ons`` their Onsager terms (one-sector tuples; equal for a posterior-mean
+    denoiser), ``g_prev`` the last
     (damped) channel outputs ``(n, L, T, T)``; the new ones are written to
     ``g_new`` (damped with ``g_prev`` when ``p.damp_g`` and ``t > 1``).
     """
     xp, X, dt, d, T, L = p.xp, p.X, p.dtype, p.d, p.T, len(S_hat)
+    m, ons = [x for (x,) in V], [x for (x,) in V_ons]
     sig2 = sigma2(T, xp, dt)
     w_pairs = xp.full((T, T), 0.5, dtype=dt) + 1.5 * xp.eye(T, dtype=dt)   # sum_{a<=b} Sigma g^2
     g_half = xp.full((T, T), 0.5, dtype=dt) + 0.5 * xp.eye(T, dtype=dt)    # G from g
@@ -83,7 +89,7 @@ def channel_step(p, S_hat, m, g_prev, g_new, t):
         Xc = X[s:s + p.chunk_size]
         c = Xc.shape[0]
         h = xp.stack([_indices(Xc, S, xp) for S in S_hat], axis=1)
-        omega = h - (xp.asarray(m, dtype=dt)[:, None, None] * sig2) * g_prev[s:s + c]
+        omega = h - (xp.asarray(ons, dtype=dt)[:, None, None] * sig2) * g_prev[s:s + c]
         g = xp.asarray(_g_out(p.channel, p.y[s:s + c], omega, m), dtype=dt)
         if p.damp_g and t > 1:
             g = (1.0 - p.damping) * g + p.damping * g_prev[s:s + c]
@@ -104,18 +110,27 @@ def channel_step(p, S_hat, m, g_prev, g_new, t):
         R.append((Rl + Rl.T) / 2)
         if not bool(xp.all(xp.isfinite(R[-1]))):
             raise ConvergenceError("the effective observation R is not finite")
-    return delta, R
+    return [(float(x),) for x in delta], R, None
 
 
-def prior_step(p, R, delta):
-    """RIE denoiser and its MMSE per layer: ``(S_new, m_new)``; a layer with ``Delta < DELTA_MIN`` keeps ``R``."""
-    S_new, m_new = [], np.zeros(len(R))
-    for ell, (Rl, dl, rho) in enumerate(zip(R, delta, p.rho)):
-        if dl < DELTA_MIN:
+def prior_step(p, R, delta, noise=None):
+    """Each layer's prior denoises its ``R``: ``(S_new, V, V_ons)``, lists over layers of per-sector tuples.
+
+    :meth:`aimlib.priors.base.Prior.denoise` (the RIE for the Wishart prior); a layer
+    whose every ``Delta < DELTA_MIN`` keeps ``R`` with zero errors.
+    """
+    S_new, V, V_ons = [], [], []
+    for ell, (prior, Rl, dl) in enumerate(zip(p.priors, R, delta)):
+        dl = tuple(float(x) for x in np.atleast_1d(dl))
+        if max(dl) < DELTA_MIN:
             S_new.append(Rl)
+            V.append((0.0,) * len(dl))
+            V_ons.append((0.0,) * len(dl))
             continue
-        S_new.append(p.xp.asarray(rmt.rie(Rl, dl, rho), dtype=p.dtype))
-        m_new[ell] = float(rmt.mmse(dl, rho))
-        if not (math.isfinite(m_new[ell]) and bool(p.xp.all(p.xp.isfinite(S_new[-1])))):
-            raise ConvergenceError(f"the RIE output is not finite (Delta={dl:.4g})")
-    return S_new, m_new
+        S, Vl, Ol = prior.denoise(Rl, dl, noise=None if noise is None else noise[ell])
+        S_new.append(p.xp.asarray(S, dtype=p.dtype))
+        if not (all(map(math.isfinite, Vl + Ol)) and bool(p.xp.all(p.xp.isfinite(S_new[-1])))):
+            raise ConvergenceError(f"the prior step of {prior!r} is not finite (Delta={dl})")
+        V.append(tuple(float(x) for x in Vl))
+        V_ons.append(tuple(float(x) for x in Ol))
+    return S_new, V, V_ons

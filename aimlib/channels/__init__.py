@@ -13,12 +13,14 @@ One module per channel, each holding both (book chapter in brackets):
 * :mod:`~aimlib.channels.heads` -- ``H`` softmax heads, ``H`` indices per sample: averaged
   (forward map and counting bound, no Bayes side) or side by side (the softmax Bayes
   side per head) (beyond the solvable model);
-* :mod:`~aimlib.channels.hardmax_published` -- the published hardmax output function,
-  kept for comparison only (book, results page);
-* :mod:`~aimlib.channels.registry` -- channels by name (:func:`make_channel`).
+* :mod:`~aimlib.channels.untied_softmax` -- row-wise softmax of untied indices (square ``S``, two
+  sectors: the symmetric and antisymmetric parts) (beyond the solvable model);
+* :mod:`~aimlib.channels.registry` -- channels by name (:func:`make_channel`);
+* :mod:`~aimlib.channels.check` -- the contract check any new channel runs (:func:`check_channel`).
 """
-from . import base, deep_hardmax, hardmax, hardmax_published, heads, linear, registry, softmax, softmax_noisy
+from . import base, check, deep_hardmax, hardmax, heads, linear, registry, softmax, softmax_noisy, untied_softmax
 from .base import Channel, fisher_mc, sample_indices, sample_se_measure, sigma2
+from .check import check_channel
 from .deep_hardmax import DeepAttention
 from .hardmax import Hardmax
 from .heads import ConcatenatedSoftmax, MultiHeadSoftmax
@@ -26,10 +28,11 @@ from .linear import Linear
 from .registry import CHANNELS, make_channel
 from .softmax import Softmax, row_softmax, softmax_k
 from .softmax_noisy import NoisySoftmax
+from .untied_softmax import UntiedSoftmax
 
 __all__ = ["Channel", "Softmax", "NoisySoftmax", "Hardmax", "Linear", "DeepAttention", "MultiHeadSoftmax",
-           "ConcatenatedSoftmax",
-           "make_channel", "CHANNELS",
+           "ConcatenatedSoftmax", "UntiedSoftmax",
+           "make_channel", "CHANNELS", "check_channel",
            "row_softmax", "softmax_k", "sigma2", "sample_indices", "sample_se_measure", "fisher_mc",
-           "base", "linear", "softmax", "softmax_noisy", "hardmax", "deep_hardmax", "hardmax_published", "heads",
-           "registry"]
+           "base", "linear", "softmax", "softmax_noisy", "hardmax", "deep_hardmax", "heads",
+           "registry", "untied_softmax", "check"]

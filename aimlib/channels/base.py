@@ -35,6 +35,7 @@ overlaps, which this contract does not cover.
 from __future__ import annotations
 
 import numpy as np
+from scipy.integrate import quad
 
 from .. import _validate as v
 from ..backend import get_array_module, to_common
@@ -91,6 +92,8 @@ class Channel:
     name = "channel"
     #: number of index matrices ``L`` read per sample
     n_indices = 1
+    #: whether the index matrices are square (untied key and query) rather than symmetric
+    square = False
 
     def __init__(self, noise: float = 0.0):
         self.noise = v.nonnegative("noise", noise)
@@ -210,8 +213,6 @@ class Channel:
         for each ``l`` (the diagonal state evolution), and the integral runs along
         the segment from ``0`` to ``q``: ``(1/4) int_0^1 sum_l q_l F_l(t q) dt``.
         """
-        from scipy.integrate import quad
-
         q, Q0, T, _ = self._fisher_args(q, Q0, T)
         if self.n_indices == 1:
             val, _ = quad(lambda s: self.fisher(s, Q0, T), 0.0, q, limit=200)

@@ -1,6 +1,6 @@
 r"""Two attention layers as one AIM: the forward map, and for two hardmax layers at ``T = 2`` the exact Bayes side.
 
-The network (THEORY of the book, section "Deep attention"): layer 1 mixes the
+The network (book, chapter "Deep attention"): layer 1 mixes the
 tokens, ``X_1 = A X`` with ``A = c I + sigma(h^(1))`` (``c`` the residual
 strength, ``sigma`` the row-wise hardmax or softmax), and layer 2 reads the
 mixed tokens, whose trace-subtracted indices are ``A h^(2) A^T`` in terms of the
@@ -27,9 +27,11 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+from scipy.stats import norm, qmc
 
 from .. import _validate as v
 from ..backend import get_array_module, to_device, to_host
+from ..errors import check_on_max_iter, max_iter_reached
 from . import hardmax
 from ._bivariate import grad_log_bvn, log_bvn_cdf
 from .base import Channel
@@ -198,8 +200,6 @@ TABLES = Path(__file__).resolve().parents[1] / "data" / "deep_hardmax_tables.npz
 
 @lru_cache(maxsize=1)
 def _sobol_normals():
-    from scipy.stats import norm, qmc
-
     return norm.ppf(qmc.Sobol(d=6, scramble=True, seed=SOBOL_SEED).random_base2(SOBOL_LOG2))
 
 
@@ -309,8 +309,6 @@ def limit_error(alpha_bar: float, c: float, *, tol: float = 1e-10, max_iter: int
 
     At ``max_iter`` the rule of :mod:`aimlib.errors` applies (``on_max_iter``).
     """
-    from ..errors import check_on_max_iter, max_iter_reached
-
     max_iter = v.integer("max_iter", max_iter, minimum=1)
     check_on_max_iter(on_max_iter)
     E = np.ones(2)

@@ -28,13 +28,12 @@ from .base import Channel
 
 __all__ = ["Hardmax", "CORRELATION", "log_bvn_cdf", "bvn_cdf", "signs_from_output", "output_from_signs",
            "log_partition", "g_out", "probabilities", "fisher", "fisher_scaled", "weak_recovery_threshold",
-           "limit_error", "limit_map"]
+           "limit_error", "limit_map", "reduced_inputs", "gauss_rule", "BOX_K", "cheb_coefficients"]
 
 #: correlation of ``u_1 = h_11 - h_12`` and ``u_2 = h_22 - h_12``
 CORRELATION = 1.0 / 3.0
 # Gauss-Legendre rule of the F_out integrals (per dimension)
-_NF = 48
-_GLF_X, _GLF_W = np.polynomial.legendre.leggauss(_NF)
+_GLF_X, _GLF_W = np.polynomial.legendre.leggauss(48)
 
 
 class Hardmax(Channel):
@@ -114,8 +113,10 @@ def _check_signs(s):
     return s.astype(float)
 
 
-def _parse(y, omega, V):
-    """Validate and return ``(xp, s, m1, m2, sV)`` with ``sV = sqrt(3V)`` broadcast to the batch."""
+def reduced_inputs(y, omega, V):
+    """The Bayes side's inputs (as :func:`g_out`'s) validated and reduced: ``(xp, s, m1, m2, sqrt(3V))``.
+
+    ``xp`` the array module, ``s`` the output signs, ``m_i = omega_ii - omega_12``; ``V`` broadcast to the batch."""
     xp = get_array_module(y, omega)
     omega = to_host(v.finite_array("omega", omega))
     if omega.ndim < 2 or omega.shape[-2:] != (2, 2):
@@ -165,7 +166,7 @@ def log_partition(y, omega, V):
     array of shape ``omega.shape[:-2]``
         The log-probability of the observed output, finite even far in the tails.
     """
-    xp, s, m1, m2, sv = _parse(y, omega, V)
+    xp, s, m1, m2, sv = reduced_inputs(y, omega, V)
     k1, k2 = s[..., 0] * m1 / sv, s[..., 1] * m2 / sv
     out = log_bvn_cdf(k1, k2, s[..., 0] * s[..., 1] * CORRELATION)
     return to_device(out, xp)
@@ -184,7 +185,7 @@ def g_out(y, omega, V):
     -------
     array of shape ``omega.shape`` (``(..., 2, 2)``), symmetric in the last two axes.
     """
-    xp, s, m1, m2, sv = _parse(y, omega, V)
+    xp, s, m1, m2, sv = reduced_inputs(y, omega, V)
     r = s[..., 0] * s[..., 1] * CORRELATION
     k1, k2 = s[..., 0] * m1 / sv, s[..., 1] * m2 / sv
     a1, a2 = grad_log_bvn(k1, k2, r, log_bvn_cdf(k1, k2, r))
@@ -207,14 +208,14 @@ def probabilities(omega, V):
 
 
 # -- F_out: deterministic quadrature ---------------------------------------------------
-# Localisation of the integrands in kappa units (they decay like exp(-kappa^2/2)
-# or faster beyond these half-widths) and the range of the standard Gaussian weight.
-_BOX_K = 10.0
+#: half-width in ``kappa`` of the integrands of ``F_out`` (they decay like ``exp(-kappa^2/2)``
+#: or faster beyond it); ``_BOX_W`` that of the weights, ``_GAUSS_HALF`` the range of ``N(0, 1)``
+BOX_K = 10.0
 _BOX_W = 14.0
 _GAUSS_HALF = 9.0
 
 
-def _gauss_rule(lam_sqrt, box):
+def gauss_rule(lam_sqrt, box):
     """Nodes ``t`` and weights for ``E_{t ~ N(0,1)} f(sqrt(lam) t)`` when ``f`` lives in ``|x| < box``."""
     half = _GAUSS_HALF if lam_sqrt * _GAUSS_HALF <= box else box / lam_sqrt
     t = half * _GLF_X
@@ -226,7 +227,7 @@ def _fisher_scaled_direct(lam: float) -> float:
     r"""``G(lambda) = V F_out`` at ``lambda = q/V`` by Gauss-Legendre quadrature (see :func:`fisher_scaled`)."""
     sl = math.sqrt(lam)
     # main part: 2 E[phi(k)^2 / Phi(k)], k ~ N(0, lam)
-    t, w = _gauss_rule(sl, _BOX_K)
+    t, w = gauss_rule(sl, BOX_K)
     k = sl * t
     main = 2.0 * np.sum(w * np.exp(2 * log_phi(k) - special.log_ndtr(k)))
     i1 = main
@@ -234,8 +235,8 @@ def _fisher_scaled_direct(lam: float) -> float:
     for r in (CORRELATION, -CORRELATION):
         c = math.sqrt(1 - r * r)
         # remainder of the A_1^2 term in (kappa_1, w), independent N(0, lam)
-        t1, w1 = _gauss_rule(sl, _BOX_K)
-        t2, w2 = _gauss_rule(sl, _BOX_W)
+        t1, w1 = gauss_rule(sl, BOX_K)
+        t2, w2 = gauss_rule(sl, _BOX_W)
         K1 = sl * t1[:, None]
         W = sl * t2[None, :]
         K2 = r * K1 + c * W
@@ -246,7 +247,7 @@ def _fisher_scaled_direct(lam: float) -> float:
         hinf = np.exp(2 * lphi1 - special.log_ndtr(K1) + lPw)
         i1 += 2.0 * np.sum(w1[:, None] * w2[None, :] * (h - hinf))
         # cross term A_1 A_2, localised in both kappa_1 and kappa_2
-        t2c, w2c = _gauss_rule(sl * c, _BOX_K * (1 + abs(r)))
+        t2c, w2c = gauss_rule(sl * c, BOX_K * (1 + abs(r)))
         Wc = sl * t2c[None, :]
         K2c = r * K1 + c * Wc
         logzc = log_bvn_cdf(K1, K2c, r)
@@ -263,7 +264,8 @@ _X_MIN = 1.0 / math.sqrt(1.0 + _LAMBDA_MAX)
 
 
 @lru_cache(maxsize=1)
-def _cheb_coefficients():
+def cheb_coefficients():
+    """Chebyshev coefficients of ``F_out``'s interpolant (cached; ``cheb_coefficients.cache_clear()`` for timings)."""
     j = np.arange(_CHEB_DEG + 1)
     u = np.cos(np.pi * (j + 0.5) / (_CHEB_DEG + 1))
     x = _X_MIN + (1.0 - _X_MIN) * (u + 1) / 2
@@ -308,7 +310,7 @@ def fisher_scaled(lam, *, exact: bool = False):
     else:
         x = 1.0 / np.sqrt(1.0 + lam_arr)
         u = 2.0 * (x - _X_MIN) / (1.0 - _X_MIN) - 1.0
-        out = np.polynomial.chebyshev.chebval(u, _cheb_coefficients()) * x
+        out = np.polynomial.chebyshev.chebval(u, cheb_coefficients()) * x
         big = lam_arr > _LAMBDA_MAX
         if np.any(big):
             out = np.where(big, np.vectorize(_fisher_scaled_direct, otypes=[float])(

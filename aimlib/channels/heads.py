@@ -29,7 +29,7 @@ from __future__ import annotations
 from .. import _validate as v
 from ..backend import get_array_module
 from .base import Channel
-from .softmax import Softmax, check_beta, row_softmax
+from .softmax import Softmax, check_beta, row_softmax, softmax_k
 
 
 class _Heads(Channel):
@@ -103,10 +103,13 @@ class ConcatenatedSoftmax(_Heads):
 
 
 def measurements_per_sample(T: int, heads: int) -> float:
-    r"""``m_H(T) = min(T(T-1), H (T^2+T-2)/2)``: the most a sample of ``H`` averaged softmax heads reveals."""
+    r"""``m_H(T) = min(T(T-1), H k/2)``: the most a sample of ``H`` averaged softmax heads reveals.
+
+    ``k = T^2 + T - 2`` (:func:`~aimlib.channels.softmax.softmax_k`): one head reveals ``k/2`` numbers.
+    """
     T = v.integer("T", T, minimum=2)
     heads = v.integer("heads", heads, minimum=1)
-    return min(T * (T - 1), heads * (T * T + T - 2) / 2)
+    return min(T * (T - 1), heads * softmax_k(T) / 2)
 
 
 def count_threshold(rho: float, T: int, heads: int) -> float:

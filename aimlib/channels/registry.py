@@ -9,11 +9,14 @@ from .linear import Linear
 from .softmax import Softmax
 from .softmax_noisy import NoisySoftmax
 
-__all__ = ["CHANNELS", "PARAMETERS", "make_channel"]
+__all__ = ["CHANNELS", "PARAMETERS", "T2_ONLY", "make_channel"]
 
 #: the channel names and the parameters each one takes
 PARAMETERS = {"softmax": ("beta", "noise"), "hardmax": ("noise",), "linear": ("noise",), "deep-hardmax": ("c",)}
 CHANNELS = {"softmax": Softmax, "hardmax": Hardmax, "linear": Linear, "deep-hardmax": DeepAttention}
+#: the channels whose Bayes side exists for ``T = 2`` only, and why
+T2_ONLY = {"hardmax": "its Bayes side is a bivariate orthant probability",
+           "deep-hardmax": "its Bayes side is tabulated for two hardmax layers at T = 2"}
 
 
 def make_channel(channel="softmax", **params) -> Channel:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.stats import norm, qmc
 
 from .. import _validate as v
 from ..backend import get_array_module
@@ -196,8 +197,6 @@ def _gen_error_t2(q, V, b):
 
 def _gen_error_qmc(q, V, T, b, n_qmc, seed):
     """``E_omega tr Cov(softmax(b h_1.) | omega)`` over scrambled Sobol points (``T >= 3``)."""
-    from scipy.stats import norm, qmc
-
     n_out, n_in = max(64, n_qmc // 4), n_qmc
     scale = np.sqrt(np.r_[2.0, np.ones(T - 1)])
     z_out = norm.ppf(qmc.Sobol(d=T, scramble=True, seed=seed).random(n_out))

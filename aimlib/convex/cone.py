@@ -20,7 +20,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from .. import _validate as v
-from ..state_evolution.prior import linear_k
+from ..channels import softmax_k
 
 __all__ = ["StatisticalDimension", "FiniteStatisticalDimension", "semicircle_tail",
            "statistical_dimension", "statistical_dimension_finite", "min_trace_threshold",
@@ -153,4 +153,4 @@ def min_trace_threshold(rho: float, T: int) -> float:
     """
     rho = v.rho(rho)
     T = v.integer("T", T, minimum=2)
-    return 2.0 * statistical_dimension(rho).psi / linear_k("softmax", T)
+    return 2.0 * statistical_dimension(rho).psi / softmax_k(T)

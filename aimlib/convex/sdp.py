@@ -4,7 +4,7 @@ Book, chapter "What training learns".  Two measurement ensembles of the same
 count: the softmax data's own (the differences of indices within each sample,
 :func:`softmax_measurements`) and i.i.d. Gaussian ones (:func:`gaussian_measurements`),
 for which the transition sits at the statistical dimension of the descent cone.
-The semidefinite program is solved by CVXPY with SCS (``pip install cvxpy scs``).
+The semidefinite program is solved by CVXPY with SCS (``pip install 'aimlib[convex]'``).
 """
 from __future__ import annotations
 
@@ -13,11 +13,13 @@ import warnings
 import numpy as np
 
 from .. import _validate as v
+from .._optional import optional_import
 from ..channels import make_channel
+from ..channels.softmax import check_beta
 from ..backend import to_host
 from ..errors import ConvergenceError, check_on_max_iter, max_iter_reached
 from ..model import estimation_error, n_samples, sample_dataset, sample_teacher, teacher_width
-from ..state_evolution.prior import linear_k
+from ..channels import softmax_k
 from .cone import goe_frobenius
 
 __all__ = ["softmax_measurements", "gaussian_measurements", "min_trace_solve",
@@ -58,8 +60,6 @@ def softmax_measurements(X, *, h=None, y=None, beta=None):
     if (h is None) == (y is None):
         raise ValueError("give exactly one of h (indices) and y (softmax outputs)")
     if y is not None:
-        from ..channels.softmax import check_beta
-
         y = np.asarray(to_host(v.finite_array("y", y, ndim=3)), dtype=float)
         if beta is None or not np.all(y > 0):
             raise ValueError("y must hold positive softmax outputs, with beta given")
@@ -114,10 +114,8 @@ def min_trace_solve(A, b, *, eps: float = 1e-9, max_iters: int = 100_000,
     eps = v.positive("eps", eps)
     max_iters = v.integer("max_iters", max_iters, minimum=1)
     check_on_max_iter(on_max_iter)
-    try:
-        import cvxpy as cp
-    except ImportError as exc:
-        raise ImportError("min_trace_solve needs CVXPY and SCS: pip install 'aimlib[convex]'") from exc
+    cp = optional_import("cvxpy", "min_trace_solve")
+    optional_import("scs", "min_trace_solve")   # the solver CVXPY is asked to use
     S = cp.Variable((d, d), PSD=True)
     As = (A + np.swapaxes(A, 1, 2)) / 2
     problem = cp.Problem(cp.Minimize(cp.trace(S)), [As.reshape(m, -1) @ cp.vec(S, order="C") == b])
@@ -149,9 +147,10 @@ def recovery_trial(measurements: str, d: int, rho: float, alpha: float, T: int =
     ``measurements='softmax'`` samples a softmax data set (``n = round(alpha d^2)``
     sequences, :func:`aimlib.model.sample_dataset`) and uses its outputs;
     ``'gaussian'`` draws a teacher and the same number
-    ``m = n (T^2 + T - 2)/2`` of Gaussian measurements.  ``seed`` is a
-    non-negative int (it is recorded in the row); ``solver`` goes to
-    :func:`min_trace_solve`.
+    ``m = n (T^2 + T - 2)/2`` of Gaussian measurements.  ``seed`` (int or Generator;
+    an int is recorded in the row) draws both from its data stream
+    (:func:`aimlib._validate.run_streams`), as every run draws its training data;
+    ``solver`` goes to :func:`min_trace_solve`.
 
     Returns
     -------
@@ -161,15 +160,14 @@ def recovery_trial(measurements: str, d: int, rho: float, alpha: float, T: int =
     """
     v.choice("measurements", measurements, MEASUREMENTS)
     T = v.integer("T", T, minimum=2)
-    seed = v.integer("seed", seed, minimum=0)
-    rng = v.generator(seed)
+    rng = v.run_streams(seed).data
     if measurements == "softmax":
         data = sample_dataset(alpha, d, T, rho, make_channel("softmax"), rng, backend="numpy")
         S, (A, b) = data.S, softmax_measurements(data.X, y=data.y, beta=1.0)
     else:
         S = sample_teacher(d, rho, rng, backend="numpy")
-        A, b = gaussian_measurements(S, n_samples(alpha, d) * linear_k("softmax", T) // 2, rng)
+        A, b = gaussian_measurements(S, n_samples(alpha, d) * softmax_k(T) // 2, rng)
     S_hat = min_trace_solve(A, b, **solver)
     rel = np.sqrt(estimation_error(S_hat, S) / estimation_error(np.zeros_like(S), S))
     return {"measurements": measurements, "d": d, "r": teacher_width(d, rho), "rho": float(rho),
-            "T": T, "alpha": float(alpha), "seed": seed, "m": len(b), "rel_error": float(rel)}
+            "T": T, "alpha": float(alpha), "seed": v.seed_label(seed), "m": len(b), "rel_error": float(rel)}

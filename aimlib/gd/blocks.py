@@ -16,7 +16,7 @@ from .. import _validate as v
 from ..model import widths
 from .checks import checked_width
 from .optim import make_optimizer
-from .train import _initial_W, _Problem, _schedule, _teacher_and_test, _train, _training_data
+from .train import Problem, initial_parameters, make_schedule, teacher_and_test, train_restarts, training_data
 
 
 @dataclass
@@ -36,12 +36,12 @@ def block_setup(X, y, S, X_test, y_test, layers: int, *, restarts, optimizer, lr
 
     Returns ``(X, y, S, test, BlockSetup)``; ``sizes`` are the array sizes for the memory guard.
     """
-    X, y = _training_data(X, y)
+    X, y = training_data(X, y)
     n, T, d = X.shape
     rule = make_optimizer(optimizer, lr=lr, adam_betas=adam_betas, adam_eps=adam_eps)
-    sched = _schedule(steps, tol, record_every, batch_size, n, on_max_iter)
+    sched = make_schedule(steps, tol, record_every, batch_size, n, on_max_iter)
     init_scale = v.positive("init_scale", init_scale)
-    S, test = _teacher_and_test(S, X_test, y_test, X, layers=layers)
+    S, test = teacher_and_test(S, X_test, y_test, X, layers=layers)
     k = v.integer("restarts", restarts, minimum=1)
     sizes = dict(restarts=k, n=n, T=T, d=d, **({"n_test": test[0].shape[0]} if test else {}))
     return X, y, S, test, BlockSetup(rule, sched, init_scale, k, sizes)
@@ -50,9 +50,9 @@ def block_setup(X, y, S, X_test, y_test, layers: int, *, restarts, optimizer, lr
 def block_fit(X, y, S, test, setup: BlockSetup, width: int, seed, beta: float, objective, curves_class,
               assemble):
     """Draw ``[W_1 | ... ]`` of total ``width``, train it on ``objective`` and ``assemble`` the result."""
-    W = _initial_W(None, setup.restarts, width, seed, setup.init_scale, X, "factorised")
-    curves = curves_class(None if test is None else _Problem(*test, beta, objective), S, objective)
-    return assemble(*_train(_Problem(X, y, beta, objective), W, setup.rule, setup.sched, curves, seed), curves)
+    W = initial_parameters(None, setup.restarts, width, seed, setup.init_scale, X, "factorised")
+    curves = curves_class(None if test is None else Problem(*test, beta, objective), S, objective)
+    return assemble(*train_restarts(Problem(X, y, beta, objective), W, setup.rule, setup.sched, curves, seed), curves)
 
 
 def block_widths(ranks, rho, d: int, channel, what: str = "be a pair (r_1, r_2)") -> tuple:
@@ -70,7 +70,7 @@ def block_widths(ranks, rho, d: int, channel, what: str = "be a pair (r_1, r_2)"
 
 def block_summary(run, data, res, seconds: float, return_result: bool, **extra) -> dict:
     """The dict of a block student's run: the run's parameters, ``extra``, curves and final values per block."""
-    out = {"alpha": run.alpha, "d": run.d, "seed": run.seed, "restarts": run.restarts, "T": run.T,
+    out = {"alpha": run.alpha, "d": run.d, "seed": v.seed_label(run.seed), "restarts": run.restarts, "T": run.T,
            "rho": run.rho, "beta": run.beta, "n": data.n, **extra, "seconds": seconds, "steps": res.steps,
            "curve_single": res.mmse_curve, "curve_averaged": res.mmse_averaged_curve,
            "mmse_single": res.mmse_single.mean(axis=0).tolist(), "mmse_single_all": res.mmse_single.tolist(),

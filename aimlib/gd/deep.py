@@ -31,10 +31,10 @@ from ..model import estimation_error, widths
 from .._validate import MEMORY_MB, check_memory
 from .memory import check_memory_mb, memory_estimate
 from .blocks import block_fit, block_setup, block_summary, block_widths
-from .run import _check_run, _check_run_memory, _sample_and_train
-from .student import (_common_dtype, _indices, as_batch, check_xy, gram, index_grad, softmax_backward,
+from .run import check_run, check_run_memory, sample_and_train
+from .student import (as_batch, batch_indices, check_xy, common_dtype, gram, index_grad, softmax_backward,
                       square_loss)
-from .train import GDResult, _Curves
+from .train import GDResult, Curves
 
 
 def deep_channel(c: float = 0.5, beta: float = 1.0) -> DeepAttention:
@@ -45,7 +45,7 @@ def deep_channel(c: float = 0.5, beta: float = 1.0) -> DeepAttention:
 def _forward(channel: DeepAttention, X2, W3, r1: int, n: int, T: int):
     """``(P_1, h_1), (P_2, h_2)`` of ``W3 = [W_1 | W_2]`` and the output ``y_hat`` ``(k, n, T, T)``."""
     xp = get_array_module(X2, W3)
-    layers = [_indices(X2, W, n, T) for W in (W3[..., :r1], W3[..., r1:])]
+    layers = [batch_indices(X2, W, n, T) for W in (W3[..., :r1], W3[..., r1:])]
     h = xp.stack([layers[0][1], layers[1][1]], axis=2).reshape(-1, 2, T, T)
     return layers, channel.clean(h).reshape(W3.shape[0], n, T, T)
 
@@ -107,7 +107,7 @@ def deep_student_indices(X, W1, W2):
     xp = get_array_module(X, W3)
     n, T, _ = X.shape
     X2 = X.reshape(n * T, -1)
-    h = xp.stack([_indices(X2, W, n, T)[1] for W in (W3[..., :r1], W3[..., r1:])], axis=2)
+    h = xp.stack([batch_indices(X2, W, n, T)[1] for W in (W3[..., :r1], W3[..., r1:])], axis=2)
     return h[0] if squeeze else h
 
 
@@ -124,7 +124,7 @@ def _checked_loss_grad(X, y, W1, W2, c, beta, want_grad):
     X, y, _ = check_xy(X, y)
     X, W3, r1, squeeze = _pair(X, W1, W2)
     n, T, _ = X.shape
-    X, y, W3 = _common_dtype(X, y, W3)
+    X, y, W3 = common_dtype(X, y, W3)
     L, g = deep_loss_grad(X.reshape(n * T, -1), y, W3, r1, channel, n, T, want_grad)
     grads = (None, None) if g is None else (g[..., :r1], g[..., r1:])
     if squeeze:
@@ -192,7 +192,7 @@ class _DeepObjective:
         return deep_loss_grad(X2, y, W, self.r1, self.channel, n, T, want_grad)
 
 
-class _DeepCurves(_Curves):
+class _DeepCurves(Curves):
     """The recorded curves, with one estimation error per layer: ``(k, 2)`` per restart, ``(2,)`` averaged."""
 
     def __init__(self, test, S, objective: _DeepObjective):
@@ -328,15 +328,15 @@ def run_deep_gd(T: int, rho, alpha: float, d: int, c: float = 0.5, seed=None, *,
         ``result`` (:class:`DeepGDResult`) and ``data``.
     """
     channel = deep_channel(c, beta)
-    run = _check_run(T, rho, alpha, d, restarts, seed, beta, dtype, n_test, memory_mb, options,
-                     check_rho=lambda rho: widths(channel, rho), caller="run_deep_gd")
+    run = check_run(T, rho, alpha, d, restarts, seed, beta, dtype, n_test, memory_mb, options,
+                    check_rho=lambda rho: widths(channel, rho), caller="run_deep_gd")
     ranks = options.get("ranks")
     ranks = None if ranks is None else block_widths(ranks, None, d, channel)
     itemsize = np.dtype(run.dtype).itemsize
-    _check_run_memory(run, lambda n, T, d, restarts, n_test: deep_memory_estimate(
+    check_run_memory(run, lambda n, T, d, restarts, n_test: deep_memory_estimate(
         n, T, d, ranks or block_widths(None, run.rho, d, channel), restarts, n_test=n_test, itemsize=itemsize))
     options.setdefault("rho", run.rho)
-    data, res, seconds = _sample_and_train(run, channel, partial(train_deep_gd, c=channel.c, beta=run.beta),
-                                           backend, options)
+    data, res, seconds = sample_and_train(run, channel, partial(train_deep_gd, c=channel.c, beta=run.beta),
+                                          backend, options)
     return block_summary(run, data, res, seconds, return_result, c=channel.c,
                          ranks=(res.W1.shape[2], res.W2.shape[2]))

@@ -21,25 +21,24 @@ costs ``O(n T d^2)``.  Every function takes ``S`` of shape ``(d, d)`` or, for
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import _validate as v
 from ..backend import get_array_module
 from ..channels.softmax import check_beta
+from ..model import indices_from_factors
 from .student import (add_penalty, as_batch, backprop, check_weight_decay, check_xy, gram,
                       initial_weights, softmax_loss)
 
 
 def _indices(X2, S3, n, T):
-    """``h_hat`` of shape ``(k, n, T, T)`` from the tokens ``X2 (n T, d)``."""
+    """``h_hat`` ``(k, n, T, T)`` from the tokens ``X2 (n T, d)``: :func:`~aimlib.model.indices_from_factors`."""
     xp = get_array_module(X2, S3)
     k, d, _ = S3.shape
     XS = (X2 @ S3).reshape(k, n, T, d)
-    X = X2.reshape(n, T, d)
-    h = XS @ xp.swapaxes(X, 1, 2)
-    tr = xp.trace(S3, axis1=1, axis2=2)
-    h = h - tr[:, None, None, None] * xp.eye(T, dtype=h.dtype)
-    return h / float(np.sqrt(d))
+    return indices_from_factors(XS, X2.reshape(n, T, d), xp.trace(S3, axis1=1, axis2=2), math.sqrt(d))
 
 
 def direct_loss_grad(X2, y, S3, beta, n, T, want_grad=True):

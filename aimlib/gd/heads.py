@@ -36,9 +36,9 @@ from ..model import estimation_error, widths
 from .._validate import MEMORY_MB, check_memory
 from .memory import check_memory_mb, memory_estimate
 from .blocks import block_fit, block_setup, block_summary, block_widths
-from .run import _check_run, _check_run_memory, _sample_and_train
-from .student import _indices, gram, index_grad, softmax_backward, square_loss
-from .train import GDResult, _Curves
+from .run import check_run, check_run_memory, sample_and_train
+from .student import batch_indices, gram, index_grad, softmax_backward, square_loss
+from .train import GDResult, Curves
 
 MAX_HEADS = 6   # the matching tries all H! permutations
 
@@ -50,7 +50,7 @@ def heads_loss_grad(X2, y, W, blocks, beta: float, n: int, T: int, want_grad: bo
     if ``want_grad`` is false.
     """
     xp = get_array_module(X2, W)
-    heads = [_indices(X2, W[..., b], n, T) for b in blocks]
+    heads = [batch_indices(X2, W[..., b], n, T) for b in blocks]
     Ys = [row_softmax(beta * h) for _, h in heads]
     L, E = square_loss(sum(Ys) / len(blocks), y, n)
     if not want_grad:
@@ -108,7 +108,7 @@ class _HeadsObjective:
         return [gram(W[..., b]) for b in self.blocks]
 
 
-class _HeadsCurves(_Curves):
+class _HeadsCurves(Curves):
     """The recorded curves with matched per-head errors: ``(k, H)`` per restart, ``(H,)`` averaged."""
 
     perm = None   # the matching of the last recorded step (the final weights: training ends with a record)
@@ -244,14 +244,14 @@ def run_heads_gd(T: int, rho, alpha: float, d: int, heads: int = 2, seed=None, *
     channel = MultiHeadSoftmax(H, beta)
     if np.ndim(rho) == 0 and H > 1:
         rho = (rho,) * H
-    run = _check_run(T, rho, alpha, d, restarts, seed, beta, dtype, n_test, memory_mb, options,
-                     check_rho=lambda r: widths(channel, r) if H > 1 else widths(channel, r)[0],
-                     caller="run_heads_gd")
+    run = check_run(T, rho, alpha, d, restarts, seed, beta, dtype, n_test, memory_mb, options,
+                    check_rho=lambda r: widths(channel, r) if H > 1 else widths(channel, r)[0],
+                    caller="run_heads_gd")
     ranks = block_widths(options.get("ranks"), run.rho, d, channel, f"hold {H} widths (one per head)")
     itemsize = np.dtype(run.dtype).itemsize
-    _check_run_memory(run, lambda n, T, d, restarts, n_test: heads_memory_estimate(
+    check_run_memory(run, lambda n, T, d, restarts, n_test: heads_memory_estimate(
         n, T, d, ranks, restarts, n_test=n_test, itemsize=itemsize))
     options.setdefault("rho", run.rho)
-    data, res, seconds = _sample_and_train(run, channel, partial(train_heads_gd, heads=H, beta=run.beta),
-                                           backend, options)
+    data, res, seconds = sample_and_train(run, channel, partial(train_heads_gd, heads=H, beta=run.beta),
+                                          backend, options)
     return block_summary(run, data, res, seconds, return_result, heads=H, ranks=res.ranks)

@@ -7,8 +7,6 @@ the mini-batches.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from .. import _validate as v
 from ..backend import get_array_module, to_device
 
@@ -61,13 +59,20 @@ class Adam:
         return W - (self.lr * a) * mh / (xp.sqrt(vh) + self.eps)
 
 
+#: the stream of an int seed that draws the mini-batches (its streams ``0, 1, ...`` start the restarts)
+BATCH_STREAM = 2**31 - 1
+
+
 class Batches:
-    """Mini-batches: consecutive slices of a random permutation of the samples, a new one per epoch."""
+    """Mini-batches: consecutive slices of a random permutation of the samples, a new one per epoch.
+
+    Drawn from stream :data:`BATCH_STREAM` of an int ``seed``, from a child of a
+    Generator (:func:`aimlib._validate.streams`), or from fresh entropy (None).
+    """
 
     def __init__(self, n: int, size: int, seed, xp):
-        if not isinstance(seed, np.random.Generator) and seed is not None:
-            seed = np.random.default_rng([int(seed), 2**31 - 1])
-        self.rng, self.n, self.size, self.xp = v.generator(seed), n, size, xp
+        (self.rng,) = v.streams(seed, 1, start=BATCH_STREAM)
+        self.n, self.size, self.xp = n, size, xp
         self.perm, self.pos = None, n
 
     def next(self):

@@ -27,38 +27,32 @@ def _test_size(n: int, n_test: int | None) -> int:
     return min(n, 2000) if n_test is None else n_test
 
 
-def _check_seed(seed):
-    """``seed`` must be a non-negative int or None (it is split into the seeds of data, test set and init)."""
-    if seed is not None and not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
-        raise TypeError(f"seed must be an int or None, got {type(seed).__name__}")
-    if seed is not None and seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed}")
-    return seed
-
-
 @dataclass(frozen=True)
-class _Run:
-    """The validated arguments that :func:`run_gd` and :func:`~aimlib.gd.deep.run_deep_gd` share."""
+class RunArgs:
+    """The validated arguments of a run (:func:`check_run`).
+
+    Shared by :func:`run_gd`, :func:`~aimlib.gd.deep.run_deep_gd` and :func:`~aimlib.gd.heads.run_heads_gd`.
+    """
 
     T: int
     rho: object
     alpha: float
     d: int
     restarts: int
-    seed: int | None
+    seed: int | np.random.Generator | None
     beta: float
     dtype: type
     n_test: int | None
     memory_mb: float
 
 
-def _check_run(T, rho, alpha, d, restarts, seed, beta, dtype, n_test, memory_mb, options, *,
-               check_rho, caller: str) -> _Run:
+def check_run(T, rho, alpha, d, restarts, seed, beta, dtype, n_test, memory_mb, options, *,
+              check_rho, caller: str) -> RunArgs:
     """Validate the arguments of a run (``check_rho`` validates ``rho``); refuse options the run sets itself."""
-    run = _Run(v.integer("T", T, minimum=2), check_rho(rho), v.positive("alpha", alpha),
-               v.integer("d", d, minimum=2), v.integer("restarts", restarts, minimum=1), _check_seed(seed),
-               check_beta(beta), float_dtype(dtype, np.float32).type,
-               None if n_test is None else v.integer("n_test", n_test, minimum=1), check_memory_mb(memory_mb))
+    run = RunArgs(v.integer("T", T, minimum=2), check_rho(rho), v.positive("alpha", alpha),
+                  v.integer("d", d, minimum=2), v.integer("restarts", restarts, minimum=1), v.check_seed(seed),
+                  check_beta(beta), float_dtype(dtype, np.float32).type,
+                  None if n_test is None else v.integer("n_test", n_test, minimum=1), check_memory_mb(memory_mb))
     for bad in _NOT_OPTIONS:
         if bad in options:
             raise TypeError(f"{caller} got an unexpected option {bad!r}")
@@ -69,7 +63,7 @@ def _check_run(T, rho, alpha, d, restarts, seed, beta, dtype, n_test, memory_mb,
     return run
 
 
-def _check_run_memory(run: _Run, estimate):
+def check_run_memory(run: RunArgs, estimate):
     """The memory guard of a run, before anything is sampled (``n = alpha d^2`` named as ``alpha``).
 
     ``estimate(n, T, d, restarts, n_test)`` is the number of bytes.
@@ -83,27 +77,28 @@ def _check_run_memory(run: _Run, estimate):
     check_memory(need, sizes, run.memory_mb, via={"n": ("alpha", alpha, d * d)})
 
 
-def _sample(T, rho, alpha, d, seed, channel, n_test, backend, dtype, tokens=None):
-    """The training set (seed ``[seed, 0]``) and a test set (seed ``[seed, 1]``) of the teacher(s) through ``channel``."""
-    rng_data, rng_test = (np.random.default_rng(None if seed is None else [int(seed), i]) for i in (0, 1))
+def _sample(T, rho, alpha, d, rng_data, rng_test, channel, n_test, backend, dtype, tokens=None):
+    """The training set (from ``rng_data``) and a test set (``rng_test``) of the teacher(s) through ``channel``."""
     data = sample_dataset(alpha, d, T, rho, channel, rng_data, backend=backend, dtype=dtype, tokens=tokens)
     X_test = sample_tokens(_test_size(data.n, n_test), T, d, rng_test, backend=backend, dtype=dtype,
                            tokens=tokens)
     return data, X_test, channel(attention_indices(X_test, data.S))
 
 
-def _sample_and_train(run: _Run, channel, train, backend, options, tokens=None):
+def sample_and_train(run: RunArgs, channel, train, backend, options, tokens=None):
     """Sample the data through ``channel`` (tokens of the law ``tokens``) and ``train`` on it.
 
-    ``train`` is ``train_gd`` or ``train_deep_gd``.  The initialisations are drawn
-    from the seed ``1000003 seed + 7``.  Returns ``(data, result, seconds)``.
+    ``train`` is ``train_gd``, ``train_deep_gd`` or ``train_heads_gd``.  The seed is
+    split by :func:`aimlib._validate.run_streams`: training data from stream 0, the test
+    set from stream 1, initialisations and mini-batches from stream 2.  Returns
+    ``(data, result, seconds)``.
     """
     t0 = time.perf_counter()
-    data, X_test, y_test = _sample(run.T, run.rho, run.alpha, run.d, run.seed, channel, run.n_test, backend,
-                                   run.dtype, tokens)
+    rng_data, rng_test, student = v.run_streams(run.seed)
+    data, X_test, y_test = _sample(run.T, run.rho, run.alpha, run.d, rng_data, rng_test, channel, run.n_test,
+                                   backend, run.dtype, tokens)
     res = train(data.X, data.y, restarts=run.restarts, S=data.S, X_test=X_test, y_test=y_test,
-                seed=None if run.seed is None else int(run.seed) * 1000003 + 7, memory_mb=run.memory_mb,
-                **options)
+                seed=student, memory_mb=run.memory_mb, **options)
     return data, res, time.perf_counter() - t0
 
 
@@ -138,8 +133,10 @@ def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int
         and dimension; ``n >= 1`` and the width ``round(rho d) >= 1`` are
         required (a smaller ``alpha`` or ``rho`` raises ``ValueError`` naming the
         allowed range, rather than being raised to one sample or one column).
-    seed : int or None
-        Drives the data (teacher, tokens), the test set and the initialisations.
+    seed : int, Generator or None
+        Split by :func:`aimlib._validate.run_streams` into the data (teacher,
+        tokens: the same as :func:`aimlib.amp.run_amp` draws from this seed), the
+        test set and the initialisations; two equal Generators give equal runs.
     restarts : int
         Number ``k`` of students from independent initialisations (batched).
     backend : {'numpy', 'cupy'} or None
@@ -170,40 +167,35 @@ def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int
     Raises
     ------
     aimlib.ConvergenceError
-        If a restart diverges or makes no progress (:mod:`aimlib.gd.checks`):
-        a NaN or infinite loss, a training loss above or equal to its start,
-        or an estimation error above 20 times that of the data-free estimate
-        ``sqrt(rho) I``; one failed restart fails the run.
+        If a restart diverges or makes no progress (:mod:`aimlib.gd.checks`: a
+        non-finite loss, a loss at or above its start, an error above 20 times the
+        data-free estimate's); one failed restart fails the run.
     ValueError
-        Bad input, e.g. a ``beta`` so small that the targets are within ``tol``
-        of uniform.
+        Bad input, e.g. a ``beta`` so small that the targets are within ``tol`` of uniform.
 
     Returns
     -------
     dict
         ``alpha``, ``d``, ``seed``, ``restarts``, ``mmse_single`` (the mean over
         the ``k`` restarts of the single-run error ``(1/d)||S_hat_i - S||_F^2``),
-        ``mmse_averaged`` (error of the averaged ``S_hat``), ``seconds``, and also
-        ``mmse_single_all`` (the ``k`` single-run errors), ``mmse_single_std``
-        (their standard deviation), ``T``, ``rho``, ``n``, ``rank``,
-        ``train_loss``, ``test_loss`` (final square losses, per restart),
-        ``n_steps`` (steps taken, per restart), ``converged`` (per restart: the
-        training loss reached ``tol``), ``n_nonzero`` (eigenvalues of
-        each ``S_hat`` above :data:`aimlib.gd.objective.EIG_TOL` in absolute
-        value), ``student`` and ``weight_decay``.
+        ``mmse_averaged`` (error of the averaged ``S_hat``), ``seconds``, ``mmse_single_all``
+        (the ``k`` single-run errors), ``mmse_single_std``, ``T``, ``rho``, ``n``, ``rank``,
+        ``train_loss``, ``test_loss`` (final square losses), ``n_steps``, ``converged`` (the
+        training loss reached ``tol``), ``n_nonzero`` (eigenvalues of each ``S_hat`` above
+        :data:`aimlib.gd.objective.EIG_TOL`), ``student`` and ``weight_decay`` (per restart where it applies).
     """
-    run = _check_run(T, rho, alpha, d, restarts, seed, beta, dtype, n_test, memory_mb, options,
-                     check_rho=partial(v.positive, "rho"), caller="run_gd")
+    run = check_run(T, rho, alpha, d, restarts, seed, beta, dtype, n_test, memory_mb, options,
+                    check_rho=partial(v.positive, "rho"), caller="run_gd")
     rank = options.get("rank", run.d if options.get("student") == "direct" else None)
     rank = None if rank is None else v.integer("rank", rank, minimum=1)
     itemsize = np.dtype(run.dtype).itemsize
-    _check_run_memory(run, lambda n, T, d, restarts, n_test: memory_estimate(
+    check_run_memory(run, lambda n, T, d, restarts, n_test: memory_estimate(
         n, T, d, teacher_width(d, run.rho) if rank is None else rank, restarts, n_test=n_test, itemsize=itemsize))
     options.setdefault("rho", run.rho)
-    data, res, seconds = _sample_and_train(run, Softmax(run.beta), partial(train_gd, beta=run.beta), backend,
-                                           options, token_law(tokens))
+    data, res, seconds = sample_and_train(run, Softmax(run.beta), partial(train_gd, beta=run.beta), backend,
+                                          options, token_law(tokens))
     summary = _summary(res)
-    out = {"alpha": run.alpha, "d": run.d, "seed": run.seed, "restarts": run.restarts,
+    out = {"alpha": run.alpha, "d": run.d, "seed": v.seed_label(run.seed), "restarts": run.restarts,
            "mmse_single": summary.pop("mmse_single"), "mmse_averaged": summary.pop("mmse_averaged"),
            "seconds": seconds, "T": run.T, "rho": run.rho, "n": data.n, **summary}
     if return_result:

@@ -13,12 +13,15 @@ so ``S_hat`` (``d x d``) is never formed.  Every function takes ``W`` of shape
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import _validate as v
 from ..backend import get_array_module, module_named, to_common, to_device
 from ..channels import row_softmax
 from ..channels.softmax import check_beta
+from ..model import indices_from_factors
 
 def as_batch(W, name: str = "W"):
     """Return ``(W3, squeeze)``: ``W`` as ``(k, d, r)`` and whether it came as ``(d, r)``."""
@@ -34,21 +37,17 @@ def initial_weights(d: int, r: int, restarts: int = 1, seed=None, *, scale: floa
     r"""Random initial weights of shape ``(restarts, d, r)``, i.i.d. ``N(0, scale^2)``.
 
     With ``scale = 1`` the initial ``S_hat = W W^T / sqrt(r d)`` is a draw from
-    the teacher's prior.  With an integer ``seed``, restart ``i`` is drawn from
-    ``numpy.random.default_rng([seed, i])``: restart ``i`` has the same
-    initialisation whatever the number of restarts, so a batched run and
-    ``k`` separate runs can be compared.  A ``Generator`` is used in sequence.
+    the teacher's prior.  Restart ``i`` is drawn from stream ``i`` of ``seed``
+    (:func:`aimlib._validate.streams`: ``numpy.random.default_rng([seed, i])`` for an
+    int, the ``i``-th new child of a Generator, fresh entropy for None): restart ``i``
+    has the same initialisation whatever the number of restarts, so a batched run
+    and ``k`` separate runs can be compared.
     """
     d = v.integer("d", d, minimum=1)
     r = v.integer("r", r, minimum=1)
     restarts = v.integer("restarts", restarts, minimum=1)
     scale = v.positive("scale", scale)
-    if isinstance(seed, np.random.Generator) or seed is None:
-        W = v.generator(seed).standard_normal((restarts, d, r))
-    else:
-        v.generator(seed)  # validates the type and sign
-        W = np.stack([np.random.default_rng([int(seed), i]).standard_normal((d, r))
-                      for i in range(restarts)])
+    W = np.stack([rng.standard_normal((d, r)) for rng in v.streams(seed, restarts)])
     return to_device((scale * W).astype(dtype), module_named(backend))
 
 
@@ -87,23 +86,22 @@ def check_xy(X, y, W=None):
     return to_common(X, y, W)[1:]
 
 
-def _common_dtype(X, y, W):
+def common_dtype(X, y, W):
     """Cast ``X, y, W`` to one floating dtype (that of ``X`` and ``W`` together)."""
     xp = get_array_module(X, y, W)
     dt = xp.result_type(X.dtype, W.dtype, xp.float32)
     return X.astype(dt, copy=False), y.astype(dt, copy=False), W.astype(dt, copy=False)
 
 
-def _indices(X2, W3, n, T):
-    """Forward pass: ``P = X W`` of shape ``(k, n, T, r)`` and ``h_hat`` of shape ``(k, n, T, T)``."""
-    xp = get_array_module(X2, W3)
+def batch_indices(X2, W3, n, T):
+    """Forward pass: ``P = X W`` of shape ``(k, n, T, r)`` and ``h_hat`` of shape ``(k, n, T, T)``.
+
+    ``h_hat`` is :func:`aimlib.model.indices_from_factors` of ``P``, ``P``, ``||W||_F^2``
+    and ``sqrt(r) d`` (the module docstring's formula).
+    """
     k, d, r = W3.shape
-    c = 1.0 / (float(np.sqrt(r)) * d)
     P = (X2 @ W3).reshape(k, n, T, r)
-    sq = (W3 * W3).sum(axis=(1, 2))
-    h = P @ xp.swapaxes(P, 2, 3)
-    h = h - sq[:, None, None, None] * xp.eye(T, dtype=h.dtype)
-    return P, c * h
+    return P, indices_from_factors(P, P, (W3 * W3).sum(axis=(1, 2)), math.sqrt(r) * d)
 
 
 def student_indices(X, W):
@@ -116,7 +114,7 @@ def student_indices(X, W):
     X, _, W = check_xy(X, None, W)
     n, T, _ = X.shape
     W3, squeeze = as_batch(W)
-    _, h = _indices(X.reshape(n * T, -1), W3, n, T)
+    _, h = batch_indices(X.reshape(n * T, -1), W3, n, T)
     return h[0] if squeeze else h
 
 
@@ -173,7 +171,7 @@ def loss_grad(X2, y, W3, beta, n, T, want_grad=True):
     cost of ``O(n T d r)``.  Returns ``(L, grad)``: ``(k,)`` and ``(k, d, r)``
     (``grad`` is ``None`` if ``want_grad`` is false).
     """
-    P, h = _indices(X2, W3, n, T)
+    P, h = batch_indices(X2, W3, n, T)
     L, G = softmax_loss(h, y, beta, n, want_grad)
     return L, (index_grad(X2, W3, P, G) if want_grad else None)
 
@@ -181,7 +179,7 @@ def loss_grad(X2, y, W3, beta, n, T, want_grad=True):
 def index_grad(X2, W3, P, G):
     r"""``dL/dW`` from ``G = dL/dh_hat`` (shape ``(k, n, T, T)``, entries independent).
 
-    With ``P = X W`` from :func:`_indices` and the contraction of :func:`backprop`,
+    With ``P = X W`` from :func:`batch_indices` and the contraction of :func:`backprop`,
 
     .. math::  \nabla_W L = \frac{1}{\sqrt r\, d} \Bigl[\sum_\mu X^{\mu\top} (G^\mu + G^{\mu\top}) P^\mu
                - 2 \Bigl(\sum_\mu \operatorname{Tr} G^\mu\Bigr) W \Bigr],
@@ -217,7 +215,7 @@ def _checked_loss_grad(X, y, W, beta, want_grad, weight_decay):
     X, y, W = check_xy(X, y, W)
     n, T, _ = X.shape
     W3, squeeze = as_batch(W)
-    X, y, W3 = _common_dtype(X, y, W3)
+    X, y, W3 = common_dtype(X, y, W3)
     L, g = loss_grad(X.reshape(n * T, -1), y, W3, beta, n, T, want_grad)
     return add_penalty(L, g, trace_penalty(W3, weight_decay, want_grad), squeeze)
 

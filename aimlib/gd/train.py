@@ -7,6 +7,12 @@ mini-batches, records the training and test losses and the estimation errors
 ``(1/d)||S_hat_i - S||_F^2`` and ``(1/d)||mean_i S_hat_i - S||_F^2`` along the
 way, and stops a restart once its training loss is below ``tol``; the end of
 training is judged by the failure rules of :mod:`aimlib.gd.checks`.
+
+The students of several weight blocks (:mod:`aimlib.gd.blocks`) reuse its pieces:
+the data set and objective (:class:`Problem`), the recorded curves (:class:`Curves`),
+the loop options (:func:`make_schedule`), the checked inputs (:func:`training_data`,
+:func:`teacher_and_test`), the starting point (:func:`initial_parameters`) and the
+loop with its verdict (:func:`train_restarts`).
 """
 from __future__ import annotations
 
@@ -88,7 +94,7 @@ class GDResult:
     weight_decay: float = 0.0
 
 
-class _Problem:
+class Problem:
     """A data set on one array module and the objective of a batch of students on it."""
 
     def __init__(self, X, y, beta: float, objective: Objective):
@@ -112,10 +118,10 @@ class _Problem:
         return self._loss_grad(self.X2, self.y, W, self.n, want_grad=False)[0]
 
 
-class _Curves:
+class Curves:
     """The curves recorded along training: losses and, with a teacher ``S``, estimation errors."""
 
-    def __init__(self, test: _Problem | None, S, objective: Objective):
+    def __init__(self, test: Problem | None, S, objective: Objective):
         self.test, self.S, self.objective = test, S, objective
         self.steps, self.train, self.test_loss, self.errors, self.averaged = [], [], [], [], []
 
@@ -147,7 +153,13 @@ def _stop(active, converged: np.ndarray, train_loss, tol: float):
 
 
 @dataclass(frozen=True)
-class _Schedule:
+class Schedule:
+    """The checked loop options of :func:`make_schedule`.
+
+    ``steps`` (the budget), ``tol`` (the early stop), ``record_every``, ``batch_size``
+    (``None``: full batch) and ``on_max_iter`` (the rule at the budget).
+    """
+
     steps: int
     tol: float
     record_every: int
@@ -155,13 +167,13 @@ class _Schedule:
     on_max_iter: str = "return"
 
 
-def _schedule(steps, tol, record_every, batch_size, n: int, on_max_iter: str = "return") -> _Schedule:
+def make_schedule(steps, tol, record_every, batch_size, n: int, on_max_iter: str = "return") -> Schedule:
     """Validate the loop options (a mini-batch of all ``n`` samples is the full batch)."""
     if batch_size is not None:
         batch_size = v.integer("batch_size", batch_size, minimum=1, maximum=n)
-    return _Schedule(v.integer("steps", steps, minimum=1), v.nonnegative("tol", tol),
-                     v.integer("record_every", record_every, minimum=1),
-                     None if batch_size == n else batch_size, check_on_max_iter(on_max_iter))
+    return Schedule(v.integer("steps", steps, minimum=1), v.nonnegative("tol", tol),
+                    v.integer("record_every", record_every, minimum=1),
+                    None if batch_size == n else batch_size, check_on_max_iter(on_max_iter))
 
 
 def _width_and_restarts(init, rank, rho, restarts, d: int, student: str):
@@ -190,7 +202,7 @@ def _width_and_restarts(init, rank, rho, restarts, d: int, student: str):
     return W, W.shape[0], W.shape[2]
 
 
-def _initial_W(init, k: int, r: int, seed, init_scale: float, X, student: str):
+def initial_parameters(init, k: int, r: int, seed, init_scale: float, X, student: str):
     """The ``(k, d, r)`` starting parameters in the module and dtype of ``X``: ``init``, or drawn from ``seed``."""
     xp = get_array_module(X)
     if init is not None:
@@ -201,7 +213,7 @@ def _initial_W(init, k: int, r: int, seed, init_scale: float, X, student: str):
     return initial_weights(X.shape[2], r, k, seed, scale=init_scale, dtype=X.dtype, backend=backend)
 
 
-def _teacher_and_test(S, X_test, y_test, X, layers: int = 1):
+def teacher_and_test(S, X_test, y_test, X, layers: int = 1):
     """The teacher and the test set ``(X_test, y_test)`` (or ``None``), on the module of ``X``.
 
     ``S`` has shape ``(d, d)``, or ``(layers, d, d)`` for ``layers > 1`` teachers.
@@ -225,7 +237,7 @@ def _teacher_and_test(S, X_test, y_test, X, layers: int = 1):
     return S, (X_test, to_device(y_test, xp).astype(X.dtype, copy=False))
 
 
-def _optimise(problem: _Problem, W, rule, sched: _Schedule, curves: _Curves, batches):
+def _optimise(problem: Problem, W, rule, sched: Schedule, curves: Curves, batches):
     """The training loop; returns the final ``W``, the steps per restart and the converged flags."""
     xp = get_array_module(W)
     k = W.shape[0]
@@ -256,7 +268,7 @@ def _optimise(problem: _Problem, W, rule, sched: _Schedule, curves: _Curves, bat
     return W, n_steps, converged
 
 
-def _training_data(X, y):
+def training_data(X, y):
     """Validate the training set; ``X`` must be floating, ``y`` is cast to its dtype."""
     X, y, _ = check_xy(X, y)
     if not np.issubdtype(X.dtype, np.floating):
@@ -264,7 +276,7 @@ def _training_data(X, y):
     return X, y.astype(X.dtype, copy=False)
 
 
-def _train(problem: _Problem, W, rule, sched: _Schedule, curves: _Curves, seed):
+def train_restarts(problem: Problem, W, rule, sched: Schedule, curves: Curves, seed):
     """Run :func:`_optimise` and judge the outcome (:mod:`aimlib.gd.checks`).
 
     Mini-batches are drawn from ``seed``.  Returns ``(W, n_steps, converged, seconds)``.
@@ -281,7 +293,7 @@ def _train(problem: _Problem, W, rule, sched: _Schedule, curves: _Curves, seed):
     return W, n_steps, converged, seconds
 
 
-def _result(W, n_steps, converged, seconds: float, curves: _Curves) -> GDResult:
+def _result(W, n_steps, converged, seconds: float, curves: Curves) -> GDResult:
     """Assemble the :class:`GDResult` (host arrays) from the final weights and the curves."""
     objective = curves.objective
     S_hat = objective.matrix(W)
@@ -317,15 +329,13 @@ def train_gd(X, y, *, rank: int | None = None, rho: float | None = None, beta: f
         Student width ``r`` (default ``round(rho d)``, or ``d // 2`` without
         ``rho``); widths above the teacher's (over-parameterised students) are allowed.
     beta : float
-        Inverse temperature of the student's softmax (the teacher's, normally),
-        in ``(0, BETA_MAX]``.
+        Inverse temperature of the student's softmax (normally the teacher's), in ``(0, BETA_MAX]``.
     restarts : int
         Number ``k`` of independently initialised students, trained together.
     seed : int, Generator or None
         Initialisation and mini-batch randomness (see :func:`initial_weights`).
     init : array (k, d, r) or (d, r), optional
-        Explicit initial weights (then ``restarts``, ``seed`` and
-        ``init_scale`` are not used for the initialisation).
+        Explicit initial weights (then ``restarts``, ``seed`` and ``init_scale`` do not initialise).
     init_scale : float
         Standard deviation of the initial entries of ``W`` (1: a prior sample).
     optimizer : {'adam', 'gd'}
@@ -366,17 +376,17 @@ def train_gd(X, y, *, rank: int | None = None, rho: float | None = None, beta: f
         infinite loss, a loss above its start, an error far above the data-free
         estimate's) or makes no progress: the rules of :mod:`aimlib.gd.checks`.
     """
-    X, y = _training_data(X, y)
+    X, y = training_data(X, y)
     n, T, d = X.shape
     objective = Objective(student, weight_decay)
-    problem = _Problem(X, y, check_beta(beta), objective)
+    problem = Problem(X, y, check_beta(beta), objective)
     rule = make_optimizer(optimizer, lr=lr, adam_betas=adam_betas, adam_eps=adam_eps)
-    sched = _schedule(steps, tol, record_every, batch_size, n, on_max_iter)
+    sched = make_schedule(steps, tol, record_every, batch_size, n, on_max_iter)
     init_scale = v.positive("init_scale", init_scale)
-    S, test = _teacher_and_test(S, X_test, y_test, X)
+    S, test = teacher_and_test(S, X_test, y_test, X)
     init, k, r = _width_and_restarts(init, rank, rho, restarts, d, objective.student)
     sizes = dict(restarts=k, n=n, T=T, d=d, rank=r, **({"n_test": test[0].shape[0]} if test else {}))
     check_memory(lambda **s: memory_estimate(**s, itemsize=X.dtype.itemsize), sizes, check_memory_mb(memory_mb))
-    W = _initial_W(init, k, r, seed, init_scale, X, objective.student)
-    curves = _Curves(None if test is None else _Problem(*test, problem.beta, objective), S, objective)
-    return _result(*_train(problem, W, rule, sched, curves, seed), curves)
+    W = initial_parameters(init, k, r, seed, init_scale, X, objective.student)
+    curves = Curves(None if test is None else Problem(*test, problem.beta, objective), S, objective)
+    return _result(*train_restarts(problem, W, rule, sched, curves, seed), curves)

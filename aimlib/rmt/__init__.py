@@ -19,18 +19,19 @@ Conventions
 * MMSE: ``mmse(Delta) = Delta - (4 pi^2 / 3) Delta^2 int mu_Delta^3``.
 
 Modules: :mod:`~aimlib.rmt.spectrum` (the spectra, the cubic, the support,
-moments, sampling) and :mod:`~aimlib.rmt.denoising` (the MMSE and the estimators).
+moments, sampling) and :mod:`~aimlib.rmt.denoising` (the MMSE and the estimators);
+``_arcs`` computes the support's edges and its :func:`quadrature` (nodes, weights and
+boundary values ``g(x + i0)``), both cached (:func:`clear_caches` empties the caches).
 """
 from __future__ import annotations
 
 from .._validate import RHO_RANGE
-from ._arcs import edges_full as _edges_full  # noqa: F401  (cache, cleared by the benchmarks)
-from ._arcs import quadrature as _quadrature  # noqa: F401  (nodes on the support, used by the book)
+from ._arcs import clear_caches, quadrature
 from ._checks import DELTA_RANGE
 from .denoising import linear_shrinkage, mmse, mmse_gaussian, rie, rie_eigenvalues
 from .spectrum import (atom_S, cdf, cubic_coefficients, density, density_S, discriminant_quartic,
-                       hilbert, integral_density_cubed, moments, sample_denoising, sample_goe, stieltjes,
-                       support, support_S)
+                       hilbert, integral_density_cubed, moments, sample_denoising, sample_goe,
+                       sample_wishart, stieltjes, support, support_S)
 
 __all__ = [
     "atom_S",
@@ -51,5 +52,8 @@ __all__ = [
     "rie",
     "linear_shrinkage",
     "sample_goe",
+    "sample_wishart",
     "sample_denoising",
+    "quadrature",
+    "clear_caches",
 ]

@@ -246,3 +246,9 @@ def quadrature(delta: float, rho: float):
     for arr in (x, w, g):
         arr.setflags(write=False)
     return x, w, g
+
+
+def clear_caches() -> None:
+    """Empty the caches of :func:`edges_full` and :func:`quadrature` (for timings from a cold start)."""
+    quadrature.cache_clear()
+    edges_full.cache_clear()

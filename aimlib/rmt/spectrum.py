@@ -334,17 +334,28 @@ def sample_goe(d, seed=None, *, dtype=np.float64):
     return ((G + G.T) / np.sqrt(2.0 * d)).astype(dtype)
 
 
+def sample_wishart(d, rho, seed=None, *, dtype=np.float64):
+    r"""The prior's matrix ``S = W W^T/sqrt(r d)``, ``W`` of shape ``(d, r)`` i.i.d. ``N(0, 1)``, ``r = round(rho d)``.
+
+    The law of :func:`aimlib.model.sample_teacher` (the same draw from the same
+    ``seed``), drawn on the host (NumPy); ``r`` is at least 1.
+    """
+    d = v.integer("d", d, minimum=1)
+    rho = v.rho(rho)
+    r = max(1, int(round(rho * d)))
+    W = v.generator(seed).standard_normal((d, r)).astype(dtype)
+    S = W @ W.T / np.sqrt(r * d)
+    return (S + S.T) / 2
+
+
 def sample_denoising(d, delta, rho, seed=None):
-    r"""Draw ``(S, Y)`` with ``S = W W^T/sqrt(r d)`` (:func:`aimlib.model.sample_teacher`) and ``Y = S + sqrt(Delta) Z``.
+    r"""Draw ``(S, Y)`` with ``S = W W^T/sqrt(r d)`` (:func:`sample_wishart`) and ``Y = S + sqrt(Delta) Z``.
 
     NumPy arrays; one generator feeds both draws.
     """
-    from ..model import sample_teacher
-
     d = v.integer("d", d, minimum=2)
     delta = v.positive("delta", delta)
-    rho = v.rho(rho)
     rng = v.generator(seed)
-    S = to_host(sample_teacher(d, rho, rng, backend="numpy"))
+    S = sample_wishart(d, rho, rng)
     Y = S + math.sqrt(delta) * sample_goe(d, rng)
     return S, Y

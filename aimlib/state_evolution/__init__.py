@@ -8,23 +8,26 @@ has the stationary points
     \hat q_l = \alpha F_l(q), \qquad q_l = Q_{0,l} - \mathrm{mmse}_S(1/\hat q_l; \rho_l),
 
 one overlap ``q_l`` per index matrix (``L = 1`` for one attention layer), with
-``Q0 = 1 + rho``, ``mmse_S`` the prior MMSE of extensive-rank denoising
-(:func:`aimlib.rmt.mmse`) and ``F_l`` the channel's output function
-(:meth:`aimlib.channels.base.Channel.fisher`).  The estimation error is
+``Q0`` the prior's second moment (``1 + rho`` for the Wishart prior), ``mmse_S``
+the prior's denoising MMSE (:mod:`aimlib.priors`; :func:`aimlib.rmt.mmse` for the
+Wishart prior) and ``F_l`` the channel's output function
+(:meth:`aimlib.channels.base.Channel.fisher`).  A prior with two sectors (a square
+``S``) carries one overlap per sector.  The estimation error is
 ``E_S = (1/d)||S_hat - S||_F^2 = Q0 - q = V``.
 
-Modules: :mod:`~.prior` (``mmse_S``, perfect recovery), :mod:`~.closed` (the
-scalar root find of noiseless linear-type channels, ``F_out = k/V``),
-:mod:`~.fixed_point` (iteration, ``L`` overlaps), :mod:`~.solve` (one point or a
-curve), :mod:`~.free_entropy` (the potential and the generalization error).
+Every function takes the channel and the prior(s) (``rho``: a width ratio, a
+:class:`~aimlib.priors.base.Prior`, or one per index).  Modules:
+:mod:`~.threshold` (perfect recovery), :mod:`~.closed` (the scalar root find of
+noiseless linear-type channels, ``F_out = k/V``), :mod:`~.fixed_point`
+(iteration, one overlap per component), :mod:`~.solve` (one point or a curve),
+:mod:`~.free_entropy` (the potential and the generalization error).
 """
 from .fixed_point import SEResult, fixed_point
 from .free_entropy import free_entropy, generalization_error, output_free_entropy, prior_free_entropy
-from .prior import effective_alpha, linear_k, perfect_recovery_threshold, prior_mmse, zero_slope
 from .solve import SECurve, curve, solve
+from .threshold import perfect_recovery_threshold
 
 __all__ = [
-    "SEResult", "SECurve", "effective_alpha", "linear_k", "prior_mmse", "zero_slope", "solve",
-    "fixed_point", "curve", "perfect_recovery_threshold", "prior_free_entropy",
+    "SEResult", "SECurve", "solve", "fixed_point", "curve", "perfect_recovery_threshold", "prior_free_entropy",
     "output_free_entropy", "free_entropy", "generalization_error",
 ]

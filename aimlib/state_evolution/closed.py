@@ -16,22 +16,20 @@ from ..errors import ConvergenceError
 __all__ = ["solve_closed"]
 
 
-def solve_closed(abar: float, m, c0: float, guess: float | None, tol: float, gaussian: bool = False):
+def solve_closed(abar: float, m, c0: float, guess: float | None, tol: float):
     """Solve ``mmse(Delta)/Delta = abar`` for ``t = log Delta``; return ``(V, Delta, evals, trace)``.
 
     ``guess`` is a starting ``t`` (warm start).  Secant iterations inside a
     maintained bracket (``h`` decreasing in ``t``), bisection as fallback.
-    ``gaussian``: the prior is ``Delta/(1+Delta)`` (``rho = inf``), solved exactly,
-    ``V = 1 - abar``, ``Delta = 1/abar - 1``.  Below ``abar = 1e-12`` the root
+    ``m`` is any prior's MMSE (:meth:`aimlib.priors.base.Prior.mmse`) and ``c0``
+    its zero-noise slope.  Below ``abar = 1e-12`` the root
     lies where ``mmse = 1 - c/Delta`` (the asymptotic branch of
-    :func:`~aimlib.state_evolution.prior_mmse`) and is solved exactly.
+    :meth:`~aimlib.priors.base.Prior.mmse`) and is solved exactly.
     """
     if abar <= 0:
         return 1.0, math.inf, 0, [1.0]
     if abar >= c0:
         return 0.0, 0.0, 0, [0.0]
-    if gaussian:
-        return 1.0 - abar, 1.0 / abar - 1.0, 0, [1.0 - abar]
     if abar < 1e-12:   # Delta = V/abar > 1e12, where mmse(Delta) = 1 - c/Delta: V^2 - V + c abar = 0
         c = (1.0 - m(1e12)) * 1e12
         V = 1.0 - 2.0 * c * abar / (1.0 + math.sqrt(1.0 - 4.0 * c * abar))

@@ -1,12 +1,16 @@
 r"""State evolution by iteration: one overlap per index matrix.
 
-For a channel that reads ``L`` index matrices with independent priors of
-width ratios ``rho_l`` (book, chapter "The replica computation"),
+For a channel that reads ``L`` index matrices with independent priors
+(book, chapter "The replica computation"),
 
-.. math::  \hat q_l = \alpha F_l(q_1, \dots, q_L), \qquad q_l = Q_{0,l} - \mathrm{mmse}_S(1/\hat q_l; \rho_l),
+.. math::  \hat q_c = \alpha F_c(q), \qquad q_c = Q_{0,c} - \mathrm{mmse}_c(1/\hat q),
 
-with ``Q0_l = 1 + rho_l`` and ``F_l`` the channel's :meth:`~aimlib.channels.base.Channel.fisher`.
-The state is ``V_l = Q0_l - q_l``, the estimation error of layer ``l``.
+one component ``c`` per sector of every layer's prior (:mod:`aimlib.priors`: one
+for a symmetric ``S``; the symmetric and antisymmetric parts of a square one),
+``Q0_c`` the prior's :meth:`~aimlib.priors.base.Prior.sector_moments`,
+``mmse_c`` its :meth:`~aimlib.priors.base.Prior.sector_mmse` and ``F_c`` the
+channel's :meth:`~aimlib.channels.base.Channel.fisher`.  The state is ``V_c =
+Q0_c - q_c``, the estimation error of component ``c``.
 """
 from __future__ import annotations
 
@@ -18,10 +22,9 @@ import numpy as np
 from .. import _validate as v
 from ..channels import make_channel
 from ..errors import ConvergenceError, check_on_max_iter, max_iter_reached
-from ..model import widths
-from .prior import prior_mmse
+from ..priors import make_priors
 
-__all__ = ["SEResult", "fixed_point"]
+__all__ = ["SEResult", "fixed_point", "components", "prior_side"]
 
 
 @dataclass(frozen=True)
@@ -33,13 +36,13 @@ class SEResult:
     alpha : float
         Sample complexity ``n / d^2``.
     mmse : float or tuple
-        Estimation error ``E_S = Q0 - q = V`` (one per index matrix when ``L > 1``).
+        Estimation error ``E_S = Q0 - q = V`` (one per component when there are several).
     q, qhat : float or tuple
         Overlap and its conjugate (``qhat = inf`` at perfect recovery).
     iterations : int
         SE iterations, or prior-MMSE evaluations of the closed-form root find.
     trace : numpy.ndarray
-        The successive values of ``V`` visited (shape ``(iterations + 1, L)`` when ``L > 1``).
+        The successive values of ``V`` visited (shape ``(iterations + 1, C)`` for ``C > 1`` components).
     method : str
         ``'closed'`` or ``'iterate'``.
     converged : bool
@@ -62,13 +65,30 @@ class SEResult:
 
 
 def _fisher(ch, q, Q0, T) -> np.ndarray:
-    """The channel's ``F_l`` as an array of ``L`` values."""
-    if ch.n_indices == 1:
+    """The channel's ``F_c`` as an array of one value per component."""
+    if len(q) == 1:
         return np.array([ch.fisher(q[0], Q0[0], T)])
     return np.asarray(ch.fisher(tuple(q), tuple(Q0), T), dtype=float)
 
 
-def _fisher_at(ch, V, Q0, T, alpha, rhos) -> np.ndarray:
+def components(priors) -> tuple:
+    """``(Q0, V_0)``: the sector moments of all layers' priors and their errors before any data."""
+    Q0 = np.array([m for p in priors for m in p.sector_moments()])
+    V0 = np.array([x for p in priors for x in p.sector_mmse((np.inf,) * len(p.sectors))])
+    return Q0, V0
+
+
+def prior_side(priors, qhat) -> np.ndarray:
+    """``V_c = mmse_c(1/qhat)``: each layer's :meth:`~aimlib.priors.base.Prior.sector_mmse` on its components."""
+    out, i = [], 0
+    for p in priors:
+        k = len(p.sectors)
+        out += p.sector_mmse(tuple(1.0 / qh if qh > 0 else np.inf for qh in qhat[i:i + k]))
+        i += k
+    return np.array(out, dtype=float)
+
+
+def _fisher_at(ch, V, Q0, T, alpha, priors) -> np.ndarray:
     """:func:`_fisher` at the errors ``V``; where it fails because ``V`` fell below the float64
     resolution of ``Q0`` (``q = Q0 - V`` rounds to ``Q0``), the error names ``alpha``."""
     try:
@@ -76,9 +96,9 @@ def _fisher_at(ch, V, Q0, T, alpha, rhos) -> np.ndarray:
     except ValueError:
         if not np.any(Q0 - V >= Q0):
             raise
-        raise ValueError(f"alpha = {alpha:g} is beyond the reach of the {ch.name} state evolution at rho = "
-                         f"{_pack(np.asarray(rhos), len(rhos))}: the error falls below the float64 resolution "
-                         f"of 1 + rho (it is 0 to machine precision); use a smaller alpha") from None
+        raise ValueError(f"alpha = {alpha:g} is beyond the reach of the {ch.name} state evolution with the "
+                         f"prior(s) {', '.join(map(repr, priors))}: the error falls below the float64 resolution "
+                         f"of the prior's second moment (it is 0 to machine precision); use a smaller alpha") from None
 
 
 def _conjugate(alpha, F):
@@ -92,11 +112,11 @@ def _pack(x, L):
 
 def fixed_point(alpha: float, channel="softmax", *, T: int = 2, rho=0.5, beta: float | None = None,
                 noise: float | None = None, damping: float = 0.0, tol: float = 1e-10,
-                max_iter: int = 10_000, init=None, mmse=None, on_max_iter: str = "raise") -> SEResult:
-    r"""Iterate ``qhat_l = alpha F_l(q)``, ``q_l = Q0_l - mmse_S(1/qhat_l; rho_l)`` to a fixed point.
+                max_iter: int = 10_000, init=None, on_max_iter: str = "raise") -> SEResult:
+    r"""Iterate ``qhat_c = alpha F_c(q)``, ``q_c = Q0_c - mmse_c(1/qhat)`` to a fixed point.
 
-    One step is ``V <- (1 - damping) mmse_S(1/(alpha F(Q0 - V))) + damping V``
-    (componentwise); it stops when ``max_l |V_{t+1} - V_t| < tol``.
+    One step is ``V <- (1 - damping) mmse(1/(alpha F(Q0 - V))) + damping V``
+    (componentwise); it stops when ``max_c |V_{t+1} - V_t| < tol``.
 
     Parameters
     ----------
@@ -106,37 +126,36 @@ def fixed_point(alpha: float, channel="softmax", *, T: int = 2, rho=0.5, beta: f
         ``'softmax'``, ``'linear'``, ``'hardmax'`` or an instance (``L`` indices).
     T : int
         Sequence length, ``>= 2``.
-    rho : float, or sequence of ``L`` floats
-        Width ratios of the teachers (finite, in ``RHO_RANGE``).
+    rho : float, Prior, or a sequence of ``L`` of them
+        The teachers' priors, or their width ratios (:func:`aimlib.priors.make_prior`:
+        the Wishart prior, ``inf`` the Gaussian one).
     beta, noise : float or None
         Channel parameters when ``channel`` is a name.
     damping : float in [0, 1)
     tol : float
     max_iter : int
     init : float, sequence or None
-        Initial ``V``; default ``1`` (``q = rho``: the uninformative estimate ``E[S] = sqrt(rho) I``).
-    mmse : callable or None
-        ``mmse(delta, rho)``; default :func:`aimlib.rmt.mmse`.
+        Initial ``V``; default the error of the uninformative estimate ``E[S]`` (``1`` for
+        the Wishart prior: ``q = rho``).
     on_max_iter : {'raise', 'warn'}
         The rule of :mod:`aimlib.errors` at the iteration cap.
     """
     alpha = v.nonnegative("alpha", alpha)
     T = v.integer("T", T, minimum=2)
     ch = make_channel(channel, beta=beta, noise=noise)
-    rhos = widths(ch, rho)
-    L = len(rhos)
+    priors = make_priors(ch, rho)
+    Q0, V0 = components(priors)
+    L = len(Q0)
     damping = v.in_range("damping", damping, 0.0, 0.999)
     tol = v.positive("tol", tol)
     max_iter = v.integer("max_iter", max_iter, minimum=1)
     check_on_max_iter(on_max_iter)
-    Q0 = np.array([1.0 + r for r in rhos])
-    V = np.ones(L) if init is None else np.array(
+    V = V0 if init is None else np.array(
         [v.in_range("init", x, 0.0, Q0[i]) for i, x in enumerate(np.broadcast_to(init, (L,)))])
-    ms = [prior_mmse(r, mmse) for r in rhos]
     trace = [V]
     for it in range(1, max_iter + 1):
-        qhat = _conjugate(alpha, _fisher_at(ch, V, Q0, T, alpha, rhos))
-        V_new = np.array([m(1.0 / qh) if qh > 0 else 1.0 for m, qh in zip(ms, qhat)])
+        qhat = _conjugate(alpha, _fisher_at(ch, V, Q0, T, alpha, priors))
+        V_new = prior_side(priors, qhat)
         V_new = (1 - damping) * V_new + damping * V
         trace.append(V_new)
         if not np.all(np.isfinite(V_new)):
@@ -149,7 +168,7 @@ def fixed_point(alpha: float, channel="softmax", *, T: int = 2, rho=0.5, beta: f
         max_iter_reached(f"SE did not converge at alpha={alpha:g} within max_iter={max_iter} "
                          f"iterations (last change {change:.3g} > tol={tol:g}); increase max_iter or "
                          "damping", on_max_iter)
-    qhat = _conjugate(alpha, _fisher_at(ch, V, Q0, T, alpha, rhos))
+    qhat = _conjugate(alpha, _fisher_at(ch, V, Q0, T, alpha, priors))
     tr = np.asarray(trace)
     return SEResult(alpha=alpha, mmse=_pack(V, L), q=_pack(Q0 - V, L), qhat=_pack(qhat, L),
                     iterations=it, trace=tr[:, 0] if L == 1 else tr, method="iterate",

@@ -19,8 +19,7 @@ from scipy.integrate import quad
 
 from .. import _validate as v
 from ..channels import make_channel
-from ..model import widths
-from .prior import prior_mmse
+from ..priors import make_prior, make_priors
 
 __all__ = ["prior_free_entropy", "output_free_entropy", "free_entropy", "generalization_error"]
 
@@ -38,23 +37,30 @@ def _integral_mmse(qhat: float, m) -> float:
     return val
 
 
-def prior_free_entropy(qhat: float, rho: float, *, mmse=None) -> float:
+def prior_free_entropy(qhat: float, rho) -> float:
     r"""``psi_S(qhat) = (1/4) int_0^qhat (Q0 - mmse_S(1/s)) ds``.
 
     The free entropy per ``d^2`` of denoising ``S`` from ``Y = S + Z / sqrt(qhat)``
     (``Z`` GOE), counted from the log-likelihood ratio so that ``psi_S(0) = 0``;
     it is fixed by the I-MMSE relation ``d psi_S / d qhat = q(qhat) / 4`` with
-    ``q = (1/d) E Tr(S E[S|Y]) = Q0 - mmse_S(1/qhat)``.
+    ``q = (1/d) E Tr(S E[S|Y]) = Q0 - mmse_S(1/qhat)``.  ``rho`` is a width ratio
+    or a prior of one sector (:func:`aimlib.priors.make_prior`).
     """
     qhat = v.nonnegative("qhat", qhat)
-    rho = v.rho(rho)
-    m = prior_mmse(rho, mmse)
-    return ((1.0 + rho) * qhat - _integral_mmse(qhat, m)) / 4.0
+    prior = _one_sector(make_prior(rho))
+    return (prior.second_moment() * qhat - _integral_mmse(qhat, prior.mmse)) / 4.0
 
 
-def _channel_and_widths(channel, rho, beta, noise):
+def _one_sector(prior):
+    """``prior``, if it has one sector (the free entropy of coupled sectors is not implemented)."""
+    if len(prior.sectors) != 1:
+        raise ValueError(f"the free entropy needs priors of one sector, got {prior!r} (sectors {prior.sectors})")
+    return prior
+
+
+def _channel_and_priors(channel, rho, beta, noise):
     ch = make_channel(channel, beta=beta, noise=noise)
-    return ch, widths(ch, rho)
+    return ch, tuple(_one_sector(p) for p in make_priors(ch, rho))
 
 
 def output_free_entropy(q, channel="softmax", *, T: int = 2, rho=0.5,
@@ -62,17 +68,17 @@ def output_free_entropy(q, channel="softmax", *, T: int = 2, rho=0.5,
     r"""``Psi_out(q) = E log Z_out(y, omega, Q0 - q)``, up to a constant independent of ``q``.
 
     Delegates to the channel (closed forms for softmax and linear, ``(1/4) int_0^q F_out``
-    otherwise), with ``Q0 = 1 + rho``; for a channel of ``L`` indices ``q`` and ``rho``
-    hold ``L`` numbers.
+    otherwise), with ``Q0`` the priors' second moments (``1 + rho`` for the Wishart
+    prior); for a channel of ``L`` indices ``q`` and ``rho`` hold ``L`` numbers.
     """
     T = v.integer("T", T, minimum=2)
-    ch, rhos = _channel_and_widths(channel, rho, beta, noise)
-    Q0 = tuple(1.0 + r for r in rhos)
+    ch, priors = _channel_and_priors(channel, rho, beta, noise)
+    Q0 = tuple(p.second_moment() for p in priors)
     return ch.output_free_entropy(q, Q0[0] if len(Q0) == 1 else Q0, T)
 
 
 def free_entropy(q, qhat, alpha: float, channel="softmax", *, T: int = 2, rho=0.5,
-                 beta: float | None = None, noise: float | None = None, mmse=None) -> float:
+                 beta: float | None = None, noise: float | None = None) -> float:
     r"""The replica-symmetric potential ``Phi = sum_l [-q_l qhat_l/4 + psi_S(qhat_l; rho_l)] + alpha Psi_out(q)``.
 
     One term per index (``L = 1``: ``Phi(q, qhat) = -q qhat/4 + psi_S(qhat) + alpha
@@ -81,14 +87,14 @@ def free_entropy(q, qhat, alpha: float, channel="softmax", *, T: int = 2, rho=0.
     ``qhat_l >= 0``; up to a constant independent of ``(q, qhat)``.
     """
     alpha = v.nonnegative("alpha", alpha)
-    ch, rhos = _channel_and_widths(channel, rho, beta, noise)
-    qs, qhats = (np.broadcast_to(np.asarray(x, dtype=float), (len(rhos),)) for x in (q, qhat))
-    prior = 0.0
-    for q_l, qhat_l, rho_l in zip(qs, qhats, rhos):
+    ch, priors = _channel_and_priors(channel, rho, beta, noise)
+    qs, qhats = (np.broadcast_to(np.asarray(x, dtype=float), (len(priors),)) for x in (q, qhat))
+    total = 0.0
+    for q_l, qhat_l, prior in zip(qs, qhats, priors):
         qhat_l = v.nonnegative("qhat", float(qhat_l))
-        prior += -q_l * qhat_l / 4.0 + prior_free_entropy(qhat_l, rho_l, mmse=mmse)
-    q_arg = float(qs[0]) if len(rhos) == 1 else tuple(float(x) for x in qs)
-    return prior + alpha * output_free_entropy(q_arg, ch, T=T, rho=rhos if len(rhos) > 1 else rhos[0])
+        total += -q_l * qhat_l / 4.0 + prior_free_entropy(qhat_l, prior)
+    q_arg = float(qs[0]) if len(priors) == 1 else tuple(float(x) for x in qs)
+    return total + alpha * output_free_entropy(q_arg, ch, T=T, rho=priors if len(priors) > 1 else priors[0])
 
 
 def generalization_error(q: float, Q0: float, T: int, channel="softmax", *, beta: float | None = None,

@@ -15,9 +15,9 @@ import numpy as np
 
 from .. import _validate as v
 from ..channels import make_channel
+from ..priors import make_priors
 from .closed import solve_closed
 from .fixed_point import SEResult, fixed_point
-from .prior import prior_mmse, zero_slope
 
 __all__ = ["SECurve", "solve", "curve"]
 
@@ -42,30 +42,32 @@ class SECurve:
 
 
 def _setup(T, rho, channel, beta, noise, method):
-    """Validate; return ``(T, rho, channel, method, k)`` with ``k`` set for the closed form."""
+    """Validate; return ``(T, priors, channel, method, k)`` with ``k`` set for the closed form.
+
+    The closed form needs a noiseless linear-type channel (``F_out = k/V``) and one
+    prior with one sector.
+    """
     T = v.integer("T", T, minimum=2)
     ch = make_channel(channel, beta=beta, noise=noise)
     v.choice("method", method, {"auto", "closed", "iterate"})
-    k = ch.linear_k(T)
+    priors = make_priors(ch, rho)
+    k = ch.linear_k(T) if len(priors) == 1 and len(priors[0].sectors) == 1 else None
     if method == "closed" and k is None:
-        raise ValueError(f"method='closed' needs a noiseless softmax or linear channel, got {ch!r}")
+        raise ValueError(f"method='closed' needs a noiseless softmax or linear channel and a prior of "
+                         f"one sector, got {ch!r} and {priors}")
     meth = method if method != "auto" else ("closed" if k is not None else "iterate")
-    if meth == "closed":
-        rho = v.rho(rho, allow_inf=True)
-    elif ch.n_indices == 1 and v.rho(rho, allow_inf=True) == math.inf:
-        raise ValueError("rho=inf is supported by method='closed' (noiseless softmax/linear) only")
-    return T, rho, ch, meth, k
+    return T, priors, ch, meth, k
 
 
-def _closed_result(alpha, V, delta, evals, trace, rho) -> SEResult:
-    Q0 = 1.0 + rho
+def _closed_result(alpha, V, delta, evals, trace, prior) -> SEResult:
+    Q0 = prior.second_moment()
     qhat = math.inf if delta == 0 else (0.0 if math.isinf(delta) else 1.0 / delta)
     return SEResult(alpha=alpha, mmse=V, q=Q0 - V, qhat=qhat, iterations=evals,
                     trace=np.asarray(trace, dtype=float), method="closed")
 
 
 def solve(alpha: float, channel="softmax", *, T: int = 2, rho=0.5, beta: float | None = None,
-          noise: float | None = None, method: str = "auto", tol: float = 1e-12, mmse=None,
+          noise: float | None = None, method: str = "auto", tol: float = 1e-12,
           guess: float | None = None, **iterate_kw) -> SEResult:
     r"""The SE fixed point at one ``alpha``.
 
@@ -74,18 +76,20 @@ def solve(alpha: float, channel="softmax", *, T: int = 2, rho=0.5, beta: float |
     ``log Delta``, ``guess`` an optional starting ``log Delta``); ``'iterate'``
     calls :func:`~aimlib.state_evolution.fixed_point` (``iterate_kw``:
     ``damping``, ``max_iter``, ``init``, ``on_max_iter``; ``tol`` is passed on).
-    ``rho = inf`` (Gaussian prior) is allowed with ``'closed'``.
+    ``rho`` is a width ratio, a :class:`~aimlib.priors.base.Prior`, or one per index
+    (``inf`` the Gaussian prior, :func:`aimlib.priors.make_prior`).
     """
     alpha = v.nonnegative("alpha", alpha)
-    T, rho, ch, meth, k = _setup(T, rho, channel, beta, noise, method)
+    T, priors, ch, meth, k = _setup(T, rho, channel, beta, noise, method)
     tol = v.positive("tol", tol)
     if meth == "iterate":
-        return fixed_point(alpha, ch, T=T, rho=rho, tol=max(tol, 1e-13), mmse=mmse, **iterate_kw)
+        return fixed_point(alpha, ch, T=T, rho=priors if len(priors) > 1 else priors[0], tol=max(tol, 1e-13),
+                           **iterate_kw)
     if iterate_kw:
         raise TypeError(f"unexpected arguments for method='closed': {sorted(iterate_kw)}")
-    V, delta, evals, trace = solve_closed(k * alpha, prior_mmse(rho, mmse), zero_slope(rho, mmse),
-                                          guess, tol, gaussian=math.isinf(rho))
-    return _closed_result(alpha, V, delta, evals, trace, rho)
+    prior = priors[0]
+    V, delta, evals, trace = solve_closed(k * alpha, prior.mmse, prior.zero_slope(), guess, tol)
+    return _closed_result(alpha, V, delta, evals, trace, prior)
 
 
 def _alphas(alphas) -> np.ndarray:
@@ -107,7 +111,7 @@ def _extrapolate(hist, x):
 
 def curve(alphas, channel="softmax", *, T: int = 2, rho=0.5, beta: float | None = None,
           noise: float | None = None, method: str = "auto", tol: float = 1e-12, warm_start: bool = True,
-          mmse=None, **iterate_kw) -> SECurve:
+          **iterate_kw) -> SECurve:
     r"""SE fixed points along ``alphas`` (any order; results in the input order).
 
     The points are solved in increasing ``alpha``.  Closed form: an exact root
@@ -124,20 +128,19 @@ def curve(alphas, channel="softmax", *, T: int = 2, rho=0.5, beta: float | None 
         ``evaluations`` (prior-MMSE calls of the closed form).
     """
     a = _alphas(alphas)
-    T, rho, ch, meth, _ = _setup(T, rho, channel, beta, noise, method)
+    T, priors, ch, meth, _ = _setup(T, rho, channel, beta, noise, method)
+    rho = priors if len(priors) > 1 else priors[0]
     results, hist, evaluations = [None] * a.size, [], 0
     init = iterate_kw.pop("init", None)
     for i in np.argsort(a, kind="stable"):
         if meth == "closed":
             guess = _extrapolate(hist, math.log(a[i])) if warm_start and a[i] > 0 else None
-            r = solve(float(a[i]), ch, T=T, rho=rho, method="closed", tol=tol, mmse=mmse, guess=guess,
-                      **iterate_kw)
+            r = solve(float(a[i]), ch, T=T, rho=rho, method="closed", tol=tol, guess=guess, **iterate_kw)
             if 0 < r.qhat < math.inf:
                 hist.append((math.log(a[i]), -math.log(r.qhat)))
             evaluations += r.iterations
         else:
-            r = fixed_point(float(a[i]), ch, T=T, rho=rho, tol=max(tol, 1e-13), mmse=mmse, init=init,
-                            **iterate_kw)
+            r = fixed_point(float(a[i]), ch, T=T, rho=rho, tol=max(tol, 1e-13), init=init, **iterate_kw)
             init = r.mmse if warm_start else init
         results[i] = r
     col = {key: np.array([getattr(r, key) for r in results], dtype=float) for key in ("mmse", "q", "qhat")}

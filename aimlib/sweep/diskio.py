@@ -16,6 +16,11 @@ import secrets
 import shutil
 from pathlib import Path
 
+try:  # POSIX only: without it (Windows) a results file is not locked
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None
+
 _NO_SPACE = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
 
 
@@ -120,9 +125,7 @@ def read_all(fd: int) -> bytes:
 
 def flock(fd: int, path: Path):
     """Lock ``fd`` exclusively, or raise ``ValueError`` if another sweep holds the lock."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows: no locking
+    if fcntl is None:  # pragma: no cover - Windows: no locking
         return
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

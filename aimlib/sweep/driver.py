@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import _validate
-from . import schedulers
+from .._optional import optional_import
+from . import runners, schedulers
 from .failures import check_failures_file, failures_path, record_failures
 from .spec import expand, load_spec
 from .store import ResultsFile, read_results, stored_keys
@@ -64,20 +65,13 @@ class _NoProgress:
 def _progress(total, initial, desc, enabled):
     if enabled:
         try:
-            from tqdm.auto import tqdm
-        except ImportError:  # pragma: no cover - tqdm is in requirements
-            warnings.warn("progress bar disabled: tqdm is not installed", RuntimeWarning)
+            tqdm = optional_import("tqdm.auto", "the progress bar").tqdm
+        except ImportError as exc:  # pragma: no cover - tqdm is in the sweep extra
+            warnings.warn(f"progress bar disabled: {exc}", RuntimeWarning)
         else:
             return tqdm(total=total, initial=initial, desc=desc, unit="run", smoothing=0.05,
                         dynamic_ncols=True)
     return _NoProgress()
-
-
-def _execute():
-    """``aimlib.sweep.execute``, looked up when a sweep starts (so it can be replaced)."""
-    from . import execute
-
-    return execute
 
 
 def _is_dask(scheduler) -> bool:
@@ -93,7 +87,7 @@ def _connection(scheduler, todo: list, workers: int, threads: int):
 
 def _runner(todo: list, scheduler, client, workers: int, threads: int):
     """The scheduler's generator of ``(run, row or exception)`` for the runs ``todo``."""
-    execute = _execute()
+    execute = runners.execute  # looked up when a sweep starts, so that it can be replaced
     workers = min(workers, len(todo))
     if _is_dask(scheduler):
         return schedulers.dask(execute, todo, client)

@@ -18,6 +18,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from ..channels import make_channel
+from ..channels.registry import PARAMETERS
+
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=True)
 
 
@@ -26,20 +29,8 @@ def canon_float(x: float) -> float:
     return float(f"{x:.12g}") if math.isfinite(x) else x
 
 
-def effective_k(channel: str, T: int, noise: float):
-    """``k`` with ``alpha_bar = k alpha`` for a noiseless softmax or linear channel, else ``None``.
-
-    These are the channels whose state evolution has a closed form in ``alpha_bar``
-    (:meth:`aimlib.channels.base.Channel.linear_k`).
-    """
-    return make_run_channel(channel, noise=noise).linear_k(T)
-
-
 def make_run_channel(channel: str, **params):
     """The channel ``channel`` built from those of ``params`` it takes (the others are ignored)."""
-    from ..channels import make_channel
-    from ..channels.registry import PARAMETERS
-
     return make_channel(channel, **{k: x for k, x in params.items() if k in PARAMETERS[channel]})
 
 
@@ -72,8 +63,8 @@ class Run:
 
     @property
     def alpha_bar(self) -> float | None:
-        """``k alpha`` where the channel has an ``alpha_bar`` (see :func:`effective_k`)."""
-        k = effective_k(self.channel, self.T, self.noise)
+        """``k alpha`` where the channel has an ``alpha_bar`` (``k``: :meth:`aimlib.channels.base.Channel.linear_k`)."""
+        k = make_run_channel(self.channel, noise=self.noise).linear_k(self.T)
         return None if k is None else canon_float(k * self.alpha)
 
     def params(self) -> dict:

@@ -9,7 +9,6 @@ channel that has the closed form, ``rho: inf`` needs the closed form.
 from __future__ import annotations
 
 import itertools
-import math
 from functools import partial
 from typing import Mapping
 
@@ -91,8 +90,8 @@ def check_options(opts, methods: tuple) -> dict:
     return clean
 
 
-def check_se_solver(se_options: dict, closed: Mapping, rhos: tuple):
-    """Refuse state-evolution options that the solver of some run would not use or cannot run.
+def check_se_solver(se_options: dict, closed: Mapping):
+    """Refuse state-evolution options that the solver of some run would not use.
 
     ``closed`` maps ``(channel, noise)`` of the grid to whether that channel has the closed form.
     """
@@ -102,11 +101,7 @@ def check_se_solver(se_options: dict, closed: Mapping, rhos: tuple):
         if solver == "closed" and not has_closed:
             fail("options.se.solver", f"'closed' needs a noiseless softmax or linear channel; "
                                       f"{where} is solved by iteration (use 'auto' or 'iterate')")
-        if solver == "iterate" or not has_closed:
-            if math.inf in rhos:
-                fail("rho", f"rho = inf needs the closed-form solver; {where} is solved by "
-                            "iteration")
-        else:
+        if solver != "iterate" and has_closed:
             for name in _ITERATION_ONLY:
                 if name in se_options:
                     fail(f"options.se.{name}", f"is not used by the closed-form solver of {where} "

@@ -31,6 +31,8 @@ import socket
 import time
 from typing import Any
 
+from .. import __version__, amp, gd, state_evolution as se
+from ..backend import backend_name, module_named
 from .keys import Run, make_run_channel
 from .store import COLUMNS
 
@@ -52,8 +54,6 @@ def _errors(mmse, pred=None) -> dict:
 
 
 def _se(run: Run, opts: dict) -> dict:
-    from .. import state_evolution as se
-
     kw = {"method": opts.pop("solver")} if "solver" in opts else {}
     res = se.solve(run.alpha, _make_channel(run), T=run.T, rho=run.rho, **kw, **opts)
     q = None if isinstance(res.q, (tuple, list)) else res.q
@@ -61,8 +61,6 @@ def _se(run: Run, opts: dict) -> dict:
 
 
 def _amp(run: Run, opts: dict) -> dict:
-    from .. import amp
-
     dtype = opts.pop("dtype")
     # a run that stops at its cap is a row with converged = False, not a failed run
     out = amp.run_amp(_make_channel(run), run.T, run.rho, run.alpha, run.d, run.seed,
@@ -73,8 +71,6 @@ def _amp(run: Run, opts: dict) -> dict:
 
 
 def _gd(run: Run, opts: dict) -> dict:
-    from .. import gd
-
     dtype = opts.pop("dtype")
     restarts = opts.pop("restarts")
     out = gd.run_gd(run.T, run.rho, run.alpha, run.d, run.seed, restarts=restarts,
@@ -106,15 +102,12 @@ def execute(run: Run) -> dict:
 
     Runs in the worker; raises whatever the method raises.
     """
-    import aimlib
-    from ..backend import backend_name, module_named
-
     t0 = time.perf_counter()
     row: dict[str, Any] = dict.fromkeys(COLUMNS)
     row.update(_METHODS[run.method](run, dict(run.options)))
     backend = "numpy" if run.method == "se" else backend_name(module_named(run.backend))
     row.update(_param_columns(run))
-    row.update(seconds=time.perf_counter() - t0, aimlib_version=aimlib.__version__,
+    row.update(seconds=time.perf_counter() - t0, aimlib_version=__version__,
                backend=backend, hostname=socket.gethostname(),
                timestamp=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     return row

@@ -27,10 +27,14 @@ are set for them unless already set).
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import os
 import threading
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Callable, Iterator
+
+from .._optional import optional_import
 
 #: how often a pool worker checks that its parent is alive
 PARENT_POLL_SECONDS = 0.25
@@ -85,9 +89,6 @@ def exit_with_parent(parent: int, interval: float = PARENT_POLL_SECONDS):
 
 def process_pool(execute: Callable, todo: list, workers: int, threads: int) -> Iterator:
     """Run ``todo`` on a local pool of ``workers`` spawned processes that die with this one."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
     with _worker_env(threads):
         ex = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
                                  initializer=exit_with_parent, initargs=(os.getpid(),))
@@ -117,14 +118,9 @@ def _local_cluster(distributed, workers: int, threads: int):
     is no dashboard, and the HTTP servers (on free ports of ``127.0.0.1``)
     answer only health checks.
     """
-    import dask
-    from distributed.security import Security
-
-    try:
-        security = Security.temporary()
-    except ImportError as exc:
-        raise ImportError("the 'local' scheduler needs the cryptography package for its TLS "
-                          "credentials (pip install cryptography)") from exc
+    dask = optional_import("dask", "the 'local' scheduler")
+    optional_import("cryptography", "the TLS credentials of the 'local' scheduler")
+    security = optional_import("distributed.security", "the 'local' scheduler").Security.temporary()
     with dask.config.set({"distributed.scheduler.http.routes": ["distributed.http.health"],
                           "distributed.worker.http.routes": ["distributed.http.health"]}):
         cluster = distributed.LocalCluster(
@@ -153,11 +149,7 @@ def dask_client(scheduler, workers: int, threads: int):
     ``scheduler`` is ``'local'`` (a cluster started here, closed on exit), an
     address (``'tcp://host:8786'``) or a ``distributed.Client`` (used as is, left open).
     """
-    try:
-        import distributed
-    except ImportError as exc:
-        raise ImportError("a Dask scheduler needs dask[distributed] "
-                          "(pip install 'dask[distributed]')") from exc
+    distributed = optional_import("distributed", "a Dask scheduler")
     if isinstance(scheduler, distributed.Client):
         yield scheduler
         return
@@ -176,8 +168,7 @@ def dask_client(scheduler, workers: int, threads: int):
 
 def dask(execute: Callable, todo: list, client) -> Iterator:
     """Run ``todo`` through the ``distributed.Client`` ``client`` (see :func:`dask_client`)."""
-    import distributed
-
+    distributed = optional_import("distributed", "a Dask scheduler")
     futures = {}
     try:
         n = len(todo)

@@ -53,15 +53,17 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .. import _validate
+from ..channels.registry import CHANNELS as _REGISTRY, T2_ONLY
 from ..tokens import token_law
 from .fields import SpecError, as_list, checked, choice, fail, grid_axis, shown, unique, unknown_keys
-from .keys import Run, canon_float, effective_k, make_run_channel
+from .keys import Run, canon_float, make_run_channel
 from .options import DEFAULTS, METHODS, UNUSED, check_options, check_se_solver
 from .specfile import read_spec_file
 
-CHANNELS = ("softmax", "linear", "hardmax", "deep-hardmax")
+#: the channel names: those of the registry (:data:`aimlib.channels.registry.CHANNELS`)
+CHANNELS = tuple(_REGISTRY)
 #: channels that read several indices per sample, with their number of teachers
-LAYERED = {"deep-hardmax": 2}
+LAYERED = {name: L for name in CHANNELS if (L := make_run_channel(name).n_indices) > 1}
 
 #: the largest number of runs a spec may expand to (and of points in a range)
 MAX_RUNS = 1_000_000
@@ -193,16 +195,16 @@ class SweepSpec:
                                     f"'softmax', got {list(self.channel)}")
                 if any(x != 0 for x in self.noise):
                     fail("noise", f"method {m!r} has no label noise; noise must be 0")
-        if {"hardmax", "deep-hardmax"} & set(self.channel) and any(t != 2 for t in self.T):
+        if set(T2_ONLY) & set(self.channel) and any(t != 2 for t in self.T):
             fail("T", "the hardmax channels' Bayes side needs T = 2")
         self._check_layers()
-        closed = {(c, n): all(effective_k(c, t, n) is not None for t in self.T)
+        closed = {(c, n): all(make_run_channel(c, noise=n).linear_k(t) is not None for t in self.T)
                   for c, n in itertools.product(self.channel, self.noise)}
         if self.alpha_bar is not None and not all(closed.values()):
             fail("alpha_bar", "alpha_bar = (T^2+T-2) alpha needs a noiseless softmax or "
                               "linear channel; give 'alpha' instead")
         if "se" in self.method:
-            check_se_solver(self.options.get("se", {}), closed, self.rho)
+            check_se_solver(self.options.get("se", {}), closed)
 
     def _check_unused(self, given_beta: bool):
         """Refuse ``beta`` without a softmax channel, and non-Gaussian tokens with ``se``."""
@@ -313,7 +315,8 @@ def expand(spec) -> list[Run]:
     channel, ``T``, ``rho``, ``beta``, ``c``, ``noise``, ``d``, token law, options,
     ``alpha``.  A Gaussian token law is ``tokens=None`` in a run; ``se`` runs
     have none.
-    With ``alpha_bar``, ``alpha = alpha_bar / k`` (:func:`~aimlib.sweep.keys.effective_k`).
+    With ``alpha_bar``, ``alpha = alpha_bar / k``, ``k`` the channel's
+    :meth:`~aimlib.channels.base.Channel.linear_k`.
     Options that a run does not use are dropped (``rank`` of the direct
     student, :data:`~aimlib.sweep.options.UNUSED`), so a grid over ``student``
     and ``rank`` gives one direct run per point.
@@ -339,7 +342,7 @@ def expand(spec) -> list[Run]:
                 if spec.alpha is not None:
                     alphas = spec.alpha
                 else:
-                    k = effective_k(ch, T, noise)
+                    k = make_run_channel(ch, noise=noise).linear_k(T)
                     alphas = unique(canon_float(ab / k) for ab in spec.alpha_bar)
                 for a in alphas:
                     r = Run(method=m, channel=ch, T=T, rho=rho, alpha=a, beta=beta, noise=noise,

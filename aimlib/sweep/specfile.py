@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .._optional import optional_import
 from .fields import SpecError, shown
 
 #: the largest spec file read (bytes)
@@ -26,10 +27,8 @@ def _where(path: Path, node_or_event) -> str:
     return f"spec file {str(path)!r}, line {node_or_event.start_mark.line + 1}"
 
 
-def _loader(path: Path):
-    """A ``yaml.SafeLoader`` that refuses anchors, aliases, repeated keys and deep nesting."""
-    import yaml
-
+def _loader(yaml, path: Path):
+    """A ``SafeLoader`` of the module ``yaml`` that refuses anchors, aliases, repeated keys and deep nesting."""
     class Loader(yaml.SafeLoader):
         depth = 0
 
@@ -73,12 +72,9 @@ def read_spec_file(path: Path):
     if len(raw) > MAX_BYTES:
         raise SpecError(f"spec file {str(path)!r} is larger than {MAX_BYTES} bytes; a spec is a "
                         "few lines (split a large grid into several specs)")
+    yaml = optional_import("yaml", "reading a YAML sweep spec")
     try:
-        import yaml
-    except ImportError as exc:  # pragma: no cover - pyyaml is in requirements
-        raise ImportError("reading a YAML sweep spec needs pyyaml (pip install pyyaml)") from exc
-    try:
-        data = yaml.load(text, Loader=_loader(path))  # noqa: S506 - a SafeLoader subclass
+        data = yaml.load(text, Loader=_loader(yaml, path))  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -1,25 +1,31 @@
 """Untied key and query: ``S = Q K^T / sqrt(r d)``, not symmetric (book, chapter "Beyond").
 
 Modules: :mod:`~aimlib.untied.model` (teacher, indices, softmax outputs, counting),
-:mod:`~aimlib.untied.denoising` (the rectangular RIE and the prior MMSE ``mmse_rect``),
-:mod:`~aimlib.untied.state_evolution` (the two-overlap SE of the softmax channel,
-its isotropic closure, its bracket and threshold), :mod:`~aimlib.untied.posterior`
+:mod:`~aimlib.untied.denoising` (finite-``d`` draws and the oracle curve; the rectangular RIE and
+``mmse_rect`` are :mod:`aimlib.rmt.rectangular`'s, re-exported here),
+:mod:`~aimlib.untied.state_evolution` (the two-overlap SE of the softmax channel through the
+generic one, its isotropic closure, its bracket and threshold), :mod:`~aimlib.untied.posterior`
 (the two-noise prior side and the exact SE, by sampling the posterior),
-:mod:`~aimlib.untied.gamp` (GAMP with the two-sector channel step), :mod:`~aimlib.untied.student` (tied and untied
-factorised students fitted by L-BFGS).
+:mod:`~aimlib.untied.gamp` (GAMP with the two-sector channel step), :mod:`~aimlib.untied.student` (tied and
+untied factorised students fitted by L-BFGS).  The prior is :class:`aimlib.priors.Rectangular`
+(:class:`aimlib.priors.Sampled` with the sampled denoiser), the channel
+:class:`aimlib.channels.UntiedSoftmax`; their pieces used here are re-exported.
 """
-from .denoising import (mmse_rect, oracle_curve, oracle_error, rect_shrinkage, rie_rect, sample_denoising_untied,
-                        singular_density, singular_hilbert, singular_stieltjes, spectral_divergences)
-from .gamp import (UntiedGAMPResult, channel_matrices, gaussian_prior_step, rect_prior_step, run_untied_gamp,
-                   sector_deltas, sector_projector, shift_basis, sure_errors, tuned_prior_step, untied_g_out,
-                   untied_gamp)
+from ..channels.untied_softmax import (channel_matrices, sector_deltas, sector_projector, shift_basis,
+                                       untied_g_out)
+from ..priors.rectangular import rect_prior_step, sure_errors, tuned_prior_step
+from ..priors.sampled import hmc_chain
+from ..rmt.rectangular import (mmse_rect, oracle_error, rect_shrinkage, rie_rect, singular_density, singular_hilbert,
+                               singular_stieltjes, spectral_divergences)
+from .denoising import oracle_curve, sample_denoising_untied
+from .gamp import UntiedGAMPResult, run_untied_gamp, untied_gamp, untied_prior
 from .model import (count_threshold, factor_product, measurements_per_sample, part_errors, part_norms,
                     parts, sample_teacher_untied, sector_counts, unknowns_fraction, untied_indices, untied_softmax)
-from .posterior import (SampledPriorStep, SampledSE, TwoNoiseResult, hmc_chain, hmc_errors, sample_two_noise,
-                        sampled_state_evolution, two_noise_problem)
-from .state_evolution import (bracket_untied, curve_untied, gaussian_sectors, make_comparison, output_coefficients,
-                              output_free_entropy, sector_qhat, solve_sectors, solve_untied, untied_threshold)
-from .student import fit_student, recovery_table, row_differences
+from .posterior import (SampledSE, TwoNoiseResult, hmc_errors, sample_two_noise, sampled_state_evolution,
+                        two_noise_problem)
+from .state_evolution import (bracket_untied, curve_untied, output_coefficients, output_free_entropy, sector_qhat,
+                              solve_sectors, solve_untied, untied_threshold)
+from .student import fit_student, row_differences
 
 __all__ = [
     # model
@@ -29,15 +35,15 @@ __all__ = [
     "sample_denoising_untied", "oracle_error", "oracle_curve", "rie_rect", "singular_stieltjes",
     "singular_density", "singular_hilbert", "rect_shrinkage", "spectral_divergences", "mmse_rect",
     # state evolution
-    "output_coefficients", "output_free_entropy", "sector_qhat", "gaussian_sectors", "solve_sectors",
-    "solve_untied", "bracket_untied", "curve_untied", "untied_threshold", "make_comparison",
+    "output_coefficients", "output_free_entropy", "sector_qhat", "solve_sectors",
+    "solve_untied", "bracket_untied", "curve_untied", "untied_threshold",
     # the two-noise posterior, sampled
     "two_noise_problem", "hmc_chain", "hmc_errors", "TwoNoiseResult", "sample_two_noise", "SampledSE",
-    "sampled_state_evolution", "SampledPriorStep",
+    "sampled_state_evolution",
     # GAMP
     "shift_basis", "sector_projector", "channel_matrices", "sector_deltas", "untied_g_out",
-    "gaussian_prior_step", "rect_prior_step", "sure_errors", "tuned_prior_step", "UntiedGAMPResult",
+    "rect_prior_step", "sure_errors", "tuned_prior_step", "untied_prior", "UntiedGAMPResult",
     "untied_gamp", "run_untied_gamp",
     # students
-    "row_differences", "fit_student", "recovery_table",
+    "row_differences", "fit_student",
 ]

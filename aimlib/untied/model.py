@@ -3,60 +3,38 @@ r"""The untied attention-indexed model: sampling, indices, softmax outputs, coun
 Book, chapter "Beyond", section "Untied key and query".
 
 * teacher: ``S = Q K^T / sqrt(r d)`` with ``Q, K`` of shape ``(d, r)`` independent,
-  i.i.d. ``N(0, 1)``; ``S`` is not symmetric, ``E S = 0``, ``(1/d) ||S||_F^2 -> 1``,
-  ``Tr S = O(1)`` and ``(1/d) Tr S^2 -> 0``;
+  i.i.d. ``N(0, 1)`` (:class:`aimlib.priors.Rectangular`); ``S`` is not symmetric,
+  ``E S = 0``, ``(1/d) ||S||_F^2 -> 1``, ``Tr S = O(1)`` and ``(1/d) Tr S^2 -> 0``;
 * indices: ``h_ab = x_a^T S x_b / sqrt(d) - delta_ab Tr(S) / sqrt(d)``, so
-  ``h_ab != h_ba``; the trace term centres the diagonal given ``S`` (it is
-  ``O(1/sqrt d)`` here, unlike the tied case) and the ``T^2`` entries are
-  asymptotically i.i.d. ``N(0, (1/d)||S||_F^2)``;
-* output: the row-wise softmax ``y_a. = softmax(beta h_a.)``.
+  ``h_ab != h_ba`` (:func:`aimlib.model.attention_indices` with ``symmetric=False``);
+  the trace term centres the diagonal given ``S`` (it is ``O(1/sqrt d)`` here,
+  unlike the tied case) and the ``T^2`` entries are asymptotically i.i.d.
+  ``N(0, (1/d)||S||_F^2)``;
+* output: the row-wise softmax ``y_a. = softmax(beta h_a.)``
+  (:class:`aimlib.channels.UntiedSoftmax`).
 """
 from __future__ import annotations
 
-import math
-
-import numpy as np
-
 from .. import _validate as v
-from ..backend import to_common
-from ..channels import row_softmax
-from ..channels.softmax import check_beta
-from ..model import teacher_width
+from ..channels.untied_softmax import UntiedSoftmax
+from ..model import attention_indices
+from ..priors import make_prior
+from ..priors.gaussian import matrix_parts as parts
+from ..priors.rectangular import factor_product, part_norms
 
 __all__ = ["factor_product", "sample_teacher_untied", "parts", "part_norms", "part_errors", "untied_indices",
-           "untied_softmax",
-           "measurements_per_sample", "sector_counts", "unknowns_fraction", "count_threshold"]
-
-
-def factor_product(Q, K):
-    """``S = Q K^T / sqrt(r d)`` for factors ``Q, K`` of shape ``(d, r)``: the untied key-query matrix."""
-    return Q @ K.T / math.sqrt(Q.shape[0] * Q.shape[1])
+           "untied_softmax", "measurements_per_sample", "sector_counts", "unknowns_fraction", "count_threshold"]
 
 
 def sample_teacher_untied(d: int, rho: float, seed=None):
     r"""Sample ``S = Q K^T / sqrt(r d)``, ``Q, K`` independent ``(d, r)`` standard Gaussian.
 
     ``r = round(rho d)`` (at least 1).  ``rho = inf`` is the Gaussian prior, i.i.d.
-    ``N(0, 1/d)`` entries (the infinite-width limit).  Returns a NumPy ``(d, d)``
+    ``N(0, 1/d)`` entries (the infinite-width limit): the draw of
+    ``aimlib.priors.make_prior(rho, 'rectangular')``.  Returns a NumPy ``(d, d)``
     array (not symmetric).
     """
-    rng = v.generator(seed)
-    if math.isinf(v.rho(rho, allow_inf=True)):
-        return rng.standard_normal((v.integer("d", d, minimum=1),) * 2) / math.sqrt(d)
-    r = teacher_width(d, rho)
-    Qm = rng.standard_normal((d, r))
-    Km = rng.standard_normal((d, r))
-    return factor_product(Qm, Km)
-
-
-def parts(M):
-    """``(A, B) = ((M + M^T)/2, (M - M^T)/2)``: the symmetric and antisymmetric parts of a square matrix."""
-    return (M + M.T) / 2, (M - M.T) / 2
-
-
-def part_norms(M) -> tuple:
-    """``(||A||_F^2, ||B||_F^2)`` of the two parts of ``M`` (:func:`parts`), as floats."""
-    return tuple(float((P * P).sum()) for P in parts(M))
+    return make_prior(v.rho(rho, allow_inf=True), "rectangular").sample(v.integer("d", d, minimum=1), seed)
 
 
 def part_errors(S_hat, S) -> tuple:
@@ -70,19 +48,12 @@ def untied_indices(X, S):
     ``S`` is any real ``(d, d)`` matrix; the result ``(n, T, T)`` is not symmetrised
     (a CuPy array if ``X`` or ``S`` is one).
     """
-    X = v.finite_array("X", X, ndim=3)
-    S = v.finite_array("S", S, ndim=2)
-    d, T = X.shape[2], X.shape[1]
-    if tuple(S.shape) != (d, d):
-        raise ValueError(f"S must have shape ({d}, {d}) to match X, got {tuple(S.shape)}")
-    xp, X, S = to_common(X, S)
-    h = X @ S @ xp.swapaxes(X, 1, 2) / np.sqrt(d)
-    return h - xp.eye(T, dtype=h.dtype) * (xp.trace(S) / np.sqrt(d))
+    return attention_indices(X, S, symmetric=False)
 
 
 def untied_softmax(X, S, beta: float = 1.0):
     """Outputs ``y = row_softmax(beta h)`` of the untied indices, shape ``(n, T, T)``."""
-    return row_softmax(check_beta(beta) * untied_indices(X, S))
+    return UntiedSoftmax(beta)(untied_indices(X, S))
 
 
 def measurements_per_sample(T: int, tied: bool = False) -> int:
@@ -108,9 +79,11 @@ def sector_counts(T: int) -> tuple:
 
 
 def unknowns_fraction(rho: float) -> float:
-    r"""``r (2d - r) / d^2 = rho (2 - rho)`` for ``rho < 1``, ``1`` beyond: the dimension of rank-``r`` matrices."""
-    rho = v.rho(rho, allow_inf=True)
-    return rho * (2.0 - rho) if rho < 1 else 1.0
+    r"""``r (2d - r) / d^2 = rho (2 - rho)`` for ``rho < 1``, ``1`` beyond: the dimension of rank-``r`` matrices.
+
+    The zero-noise slope of the prior's MMSE (:meth:`aimlib.priors.Rectangular.zero_slope`).
+    """
+    return make_prior(v.rho(rho, allow_inf=True), "rectangular").zero_slope()
 
 
 def count_threshold(rho: float, T: int) -> float:

@@ -21,9 +21,9 @@ that has decorrelated from the start
 
 .. math::  \mathrm{mmse}_s = \tfrac1{2d}\,\mathbb E\|\Pi_s(S_t - S)\|^2 .
 
-:func:`sample_two_noise` averages this along the chain;
-:func:`sampled_state_evolution` iterates the two-overlap equations with it, and
-:class:`SampledPriorStep` gives GAMP the posterior mean itself.
+:func:`sample_two_noise` averages this along the chain (:func:`aimlib.priors.sampled.hmc_chain`)
+and :func:`sampled_state_evolution` iterates the two-overlap equations with it;
+GAMP's prior step is the posterior mean itself (:class:`aimlib.priors.Sampled`).
 """
 from __future__ import annotations
 
@@ -34,37 +34,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _validate as v
-from ..backend import get_array_module, module_named
+from ..backend import module_named
 from ..errors import ConvergenceError
-from ..model import teacher_width
-from .model import count_threshold, factor_product, part_errors, part_norms, parts
+from ..priors.rectangular import check_sector_pair
+from ..priors.sampled import N_BATCHES, first_step, hmc_chain, refuse
+from ..priors.wishart import teacher_width
+from .model import count_threshold, factor_product, part_errors, parts
 from .state_evolution import sector_qhat
 
-__all__ = ["two_noise_problem", "hmc_chain", "hmc_errors", "TwoNoiseResult", "sample_two_noise", "SampledSE",
-           "sampled_state_evolution", "SampledPriorStep"]
-
-#: a chain whose mean acceptance after warm-up falls below this is refused
-MIN_ACCEPTANCE = 0.3
-#: acceptance rate the step size is tuned to during warm-up
-TARGET_ACCEPTANCE = 0.75
-#: length of a leapfrog trajectory, in units of the prior's time scale
-TRAJECTORY = 1.5
-#: batches of the kept draws whose means give the Monte Carlo error of GAMP's sampled prior step
-N_BATCHES = 10
-
-
-def _deltas(deltas) -> tuple:
-    """Validate the pair ``(Delta_A, Delta_B)``: both finite and > 0."""
-    if len(deltas) != 2:
-        raise ValueError(f"deltas must be a pair (Delta_A, Delta_B), got {deltas!r}")
-    return tuple(v.positive(f"deltas[{i}]", x) for i, x in enumerate(deltas))
-
-
-def _first_step(rho: float, deltas) -> tuple:
-    """``(step, n_leapfrog)``: ``0.5/sqrt(lambda)``, ``lambda = 1 + (1 + sqrt(rho))^2/(rho Delta_min)`` the
-    largest curvature of the potential near the truth, and a trajectory of length ``TRAJECTORY``."""
-    step = 0.5 / math.sqrt(1 + (1 + math.sqrt(rho)) ** 2 / (rho * min(deltas)))
-    return step, math.ceil(TRAJECTORY / step)
+__all__ = ["two_noise_problem", "hmc_errors", "TwoNoiseResult", "sample_two_noise", "SampledSE",
+           "sampled_state_evolution"]
 
 
 def two_noise_problem(d: int, rho: float, deltas, seed=None, *, backend: str | None = None):
@@ -73,64 +52,12 @@ def two_noise_problem(d: int, rho: float, deltas, seed=None, *, backend: str | N
     Returns ``(Q, K, R)`` on the array module named by ``backend``; ``S = Q K^T/sqrt(r d)``.
     """
     d, rho = v.integer("d", d, minimum=2), v.rho(rho)
-    (dA, dB), rng, xp = _deltas(deltas), v.generator(seed), module_named(backend)
+    (dA, dB), rng, xp = check_sector_pair(deltas), v.generator(seed), module_named(backend)
     r = teacher_width(d, rho)
     Q, K = rng.standard_normal((d, r)), rng.standard_normal((d, r))
     G1, G2 = rng.standard_normal((2, d, d)) / math.sqrt(d)
     R = factor_product(Q, K) + math.sqrt(dA) * parts(G1)[0] + math.sqrt(dB) * parts(G2)[1]
     return xp.asarray(Q), xp.asarray(K), xp.asarray(R)
-
-
-def _potential(Q, K, R, weights):
-    """``(U, dU/dQ, dU/dK, S)``: minus the log posterior of the module docstring and its gradient."""
-    c = 1.0 / math.sqrt(Q.shape[0] * Q.shape[1])
-    S = c * (Q @ K.T)
-    EA, EB = parts(S - R)
-    W = weights[0] * EA + weights[1] * EB
-    U = 0.5 * float((Q * Q).sum() + (K * K).sum() + weights[0] * (EA * EA).sum() + weights[1] * (EB * EB).sum())
-    return U, Q + c * (W @ K), K + c * (W.T @ Q), S
-
-
-def _trajectory(state, R, weights, step: float, n_leapfrog: int, rng):
-    """One leapfrog trajectory from ``state = (Q, K, U, gQ, gK, S)``; returns ``(proposal, acceptance prob)``."""
-    xp = get_array_module(R)
-    Q, K, U, gQ, gK, _ = state
-    pQ, pK = (xp.asarray(rng.standard_normal(x.shape)) for x in (Q, K))
-    H0 = U + 0.5 * float((pQ * pQ).sum() + (pK * pK).sum())
-    pQ, pK = pQ - 0.5 * step * gQ, pK - 0.5 * step * gK
-    for i in range(n_leapfrog):
-        Q, K = Q + step * pQ, K + step * pK
-        U, gQ, gK, S = _potential(Q, K, R, weights)
-        kick = step if i < n_leapfrog - 1 else 0.5 * step
-        pQ, pK = pQ - kick * gQ, pK - kick * gK
-    H1 = U + 0.5 * float((pQ * pQ).sum() + (pK * pK).sum())
-    return (Q, K, U, gQ, gK, S), (math.exp(min(0.0, H0 - H1)) if math.isfinite(H1) else 0.0)
-
-
-def hmc_chain(Q, K, R, deltas, visit, *, n_steps: int, n_warmup: int, step: float, n_leapfrog: int, seed=None):
-    r"""Hamiltonian Monte Carlo on the posterior of ``(Q, K)`` given ``R``, started at ``(Q, K)``.
-
-    Each of ``n_steps`` steps draws a Gaussian momentum, runs ``n_leapfrog``
-    leapfrog steps of size ``step`` and accepts by Metropolis.  During the first
-    ``n_warmup`` steps the step size moves towards ``TARGET_ACCEPTANCE``
-    (``step *= exp(0.1 (a - target))``); after them it is fixed, so the chain
-    leaves the posterior invariant, and ``visit(S_t)`` is called with each state.
-    Returns ``(Q, K, acceptance, step)``: the last factors, the mean acceptance
-    after warm-up and the tuned step.
-    """
-    deltas, rng, d = _deltas(deltas), v.generator(seed), Q.shape[0]
-    weights = (d / deltas[0], d / deltas[1])
-    state, accepted = (Q, K, *_potential(Q, K, R, weights)), 0.0
-    for t in range(n_steps):
-        proposal, a = _trajectory(state, R, weights, step, n_leapfrog, rng)
-        if rng.uniform() < a:
-            state = proposal
-        if t < n_warmup:
-            step *= math.exp(0.1 * (a - TARGET_ACCEPTANCE))
-        else:
-            accepted += a
-            visit(state[-1])
-    return state[0], state[1], accepted / max(1, n_steps - n_warmup), step
 
 
 def hmc_errors(Q, K, R, deltas, *, reference=None, **chain):
@@ -144,13 +71,6 @@ def hmc_errors(Q, K, R, deltas, *, reference=None, **chain):
     *_, acc, step = hmc_chain(Q, K, R, deltas, lambda S: errors.append([e / 2 for e in part_errors(S, S0)]),
                               **chain)
     return np.array(errors), acc, step
-
-
-def _refuse(acc: float, what: str) -> None:
-    """Raise :class:`~aimlib.errors.ConvergenceError` if ``acc < MIN_ACCEPTANCE``."""
-    if not acc >= MIN_ACCEPTANCE:
-        raise ConvergenceError(f"two-noise posterior sampling: acceptance {acc:.2f} after warm-up (at least "
-                               f"{MIN_ACCEPTANCE} needed) {what}")
 
 
 @dataclass
@@ -187,17 +107,17 @@ def sample_two_noise(d: int, rho: float, deltas, *, seed=None, n_steps: int = 30
 
     One Generator made from ``seed`` draws the instance (:func:`two_noise_problem`)
     and then the chain (:func:`hmc_errors`), whose step size starts at
-    :func:`_first_step`'s.  Raises :class:`~aimlib.errors.ConvergenceError` if
-    the acceptance after warm-up is below ``MIN_ACCEPTANCE``.
+    :func:`~aimlib.priors.sampled.first_step`'s.  Raises :class:`~aimlib.errors.ConvergenceError` if
+    the acceptance after warm-up is below :data:`aimlib.priors.sampled.MIN_ACCEPTANCE`.
     """
-    deltas, rng = _deltas(deltas), v.generator(seed)
+    deltas, rng = check_sector_pair(deltas), v.generator(seed)
     n_steps = v.integer("n_steps", n_steps, minimum=20)
     n_warm = int(v.in_range("warmup", warmup, 0.0, 0.9) * n_steps)
     Q, K, R = two_noise_problem(d, rho, deltas, rng, backend=backend)
-    (step, n_leapfrog), start = _first_step(rho, deltas), time.perf_counter()
+    (step, n_leapfrog), start = first_step(rho, deltas), time.perf_counter()
     errors, acc, step = hmc_errors(Q, K, R, deltas, n_steps=n_steps, n_warmup=n_warm, step=step,
                                    n_leapfrog=n_leapfrog, seed=rng)
-    _refuse(acc, f"at deltas={deltas}, d={d}; try a longer warmup")
+    refuse(acc, f"at deltas={deltas}, d={d}; try a longer warmup")
     batches = np.array([b.mean(axis=0) for b in np.array_split(errors, N_BATCHES)])
     return TwoNoiseResult(errors=tuple(float(x) for x in errors.mean(axis=0)),
                           stderr=tuple(float(x) for x in batches.std(axis=0) / math.sqrt(len(batches))),
@@ -253,57 +173,3 @@ def sampled_state_evolution(alpha: float, T: int, rho: float, d: int, *, seed=No
                              seconds=time.perf_counter() - start)
     raise ConvergenceError(f"sampled untied SE: no fixed point within {max_iter} iterations at alpha={alpha:g}, "
                            f"T={T}, d={d} (last V = {VA + VB:.4g})")
-
-
-class SampledPriorStep:
-    r"""GAMP's prior step for untied key and query: the posterior mean under the two noises, by sampling.
-
-    Called as ``step(R, deltas, noise, Z)`` by :func:`~aimlib.untied.untied_gamp`
-    (``denoiser='sampled'``): runs :func:`hmc_chain` on the posterior of the
-    module docstring with noises ``deltas`` and returns ``(F, V, V_ons)``, ``F``
-    the mean of the draws after warm-up.  For a posterior mean under Gaussian
-    noise the Jacobian is the posterior covariance over the noise variance, so
-    ``V_ons,s = Delta_s div_s F/d^2`` is the posterior variance of each part,
-    ``(1/d)(mean ||Pi_s S_t||^2 - ||Pi_s F||^2) + m_s``, and the error of ``F``
-    is that plus the Monte Carlo error ``m_s`` of the mean once more:
-    ``V = V_ons + m``, with ``m_s = (1/d) sum_k ||Pi_s(F_k - F)||^2/(K(K - 1))``
-    from the means ``F_k`` of ``K = N_BATCHES`` consecutive batches.  (The
-    chain's noise is independent of ``R``, so it adds to the error and not to
-    the divergence.)  There is no planted start here; the chain starts from a
-    prior draw and carries its last state over to the next call (the posterior
-    moves little between iterations).  ``noise`` and ``Z`` are not used.
-    """
-
-    def __init__(self, d: int, rho: float, seed=None, *, n_steps: int = 200, warmup: float = 0.3, xp=np):
-        self.rho, self.rng = v.rho(rho), v.generator(seed)
-        self.n_steps = v.integer("n_steps", n_steps, minimum=20)
-        self.n_warmup = int(v.in_range("warmup", warmup, 0.0, 0.9) * self.n_steps)
-        if self.n_steps - self.n_warmup < N_BATCHES:
-            raise ValueError(f"n_steps and warmup must keep at least {N_BATCHES} draws after the warm-up "
-                             f"(one per batch), got n_steps={self.n_steps}, warmup={warmup}")
-        r = teacher_width(d, self.rho)
-        self.Q, self.K = (xp.asarray(self.rng.standard_normal((d, r))) for _ in range(2))
-
-    def __call__(self, R, deltas, noise=None, Z=None):
-        xp, d = get_array_module(R), R.shape[0]
-        n_kept = self.n_steps - self.n_warmup
-        sums, squares = xp.zeros((N_BATCHES, d, d), dtype=R.dtype), np.zeros((N_BATCHES, 2))
-        sizes = np.zeros(N_BATCHES, dtype=int)
-
-        def visit(S):
-            k = sizes.sum() * N_BATCHES // n_kept
-            sums[k] += S
-            squares[k] += part_norms(S)
-            sizes[k] += 1
-
-        step, n_leapfrog = _first_step(self.rho, deltas)
-        self.Q, self.K, acc, _ = hmc_chain(self.Q, self.K, R, deltas, visit, n_steps=self.n_steps,
-                                           n_warmup=self.n_warmup, step=step, n_leapfrog=n_leapfrog,
-                                           seed=self.rng)
-        _refuse(acc, f"in GAMP's prior step at deltas={tuple(deltas)}")
-        F = sums.sum(axis=0) / n_kept
-        raw = squares.sum(axis=0) / n_kept - np.array(part_norms(F))
-        batch_spread = np.sum([part_norms(sums[k] / sizes[k] - F) for k in range(N_BATCHES)], axis=0)
-        mc = batch_spread / (N_BATCHES * (N_BATCHES - 1))
-        post = np.maximum(raw + mc, 0.0) / d
-        return F, tuple(float(x) for x in post + mc / d), tuple(float(x) for x in post)

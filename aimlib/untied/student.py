@@ -14,10 +14,9 @@ import numpy as np
 from scipy.optimize import minimize
 
 from .. import _validate as v
-from ..model import sample_teacher, teacher_width
-from .model import factor_product, sample_teacher_untied, untied_indices
+from .model import factor_product, untied_indices
 
-__all__ = ["row_differences", "fit_student", "recovery_table"]
+__all__ = ["row_differences", "fit_student"]
 
 
 def row_differences(X, S):
@@ -70,34 +69,3 @@ def fit_student(X, m, r: int, *, tied: bool = False, seed=None, init_scale: floa
     Q, K = factors(res.x)
     return factor_product(Q, K), float(res.fun)
 
-
-PAIRS = ((1, 1), (1, 0), (0, 1), (0, 0))   # (teacher tied, student tied)
-
-
-def recovery_table(path, alphas, *, d: int = 24, rho: float = 0.5, T: int = 2, seeds: int = 2,
-                   pairs=PAIRS) -> str:
-    """Errors ``E_S`` of tied and untied students on tied and untied teachers; write a CSV at ``path``.
-
-    Columns ``teacher_tied, student_tied, alpha, seed, error, loss``; one teacher of
-    each kind (seed 0), tokens from seed 1, students from ``seed``; ``pairs`` are the
-    ``(teacher_tied, student_tied)`` combinations run (default: all four).
-    """
-    r = teacher_width(d, rho)
-    teachers = {1: sample_teacher(d, rho, seed=0, backend="numpy"), 0: sample_teacher_untied(d, rho, seed=0)}
-    rows = []
-    for t_tied, S in teachers.items():
-        for alpha in alphas:
-            X = np.random.default_rng(1).standard_normal((max(1, round(alpha * d * d)), T, d))
-            m = row_differences(X, S)
-            for s_tied in (1, 0):
-                if (t_tied, s_tied) not in pairs:
-                    continue
-                for seed in range(seeds):
-                    Sh, loss = fit_student(X, m, r, tied=bool(s_tied), seed=seed)
-                    rows.append((t_tied, s_tied, alpha, seed, np.sum((Sh - S) ** 2) / d, loss))
-    header = (f"made by: python -c \"from aimlib.untied.student import recovery_table; recovery_table("
-              f"'{path}', {list(map(float, alphas))}, d={d}, rho={rho}, T={T}, seeds={seeds}"
-              f"{'' if tuple(pairs) == PAIRS else f', pairs={tuple(map(tuple, pairs))}'})\"\n"
-              "teacher_tied,student_tied,alpha,seed,error,loss")
-    np.savetxt(path, np.array(rows), delimiter=",", fmt="%.8g", header=header)
-    return str(path)

@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 
-from .. import _validate as v
+from .. import _validate as v, amp, state_evolution as se
 from ..errors import ConvergenceError
 from .base import (ALPHA_BOUNDS, CHANNELS, RHO_BOUNDS, SEED_BOUNDS, W, BadInput, Panel, channel_and_tokens,
                    dropdown, figure, int_slider, log_slider, number, round_sig, se_curve_cached, seed_field)
@@ -49,9 +49,6 @@ class _AMPPanel(Panel):
 
     def run(self) -> bool:
         """Run GAMP-RIE at the current controls and add the result to the plot."""
-        from .. import amp
-        from .. import state_evolution as se
-
         try:
             p = self._read_params()
         except BadInput as exc:

@@ -35,17 +35,17 @@ import warnings
 
 import numpy as np
 
-try:  # the widgets are an optional extra: pip install aimlib[widgets]
-    import ipywidgets as W
-    from IPython.display import Image
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("aimlib.widgets needs ipywidgets and IPython (pip install aimlib[widgets])") from exc
-
-from .. import _validate as v
-from ..channels import softmax_k
+from .. import _validate as v, rmt, state_evolution as se
+from .._optional import optional_import
+from ..channels import DeepAttention, hardmax, softmax_k, softmax_noisy as ns
+from ..channels.registry import T2_ONLY
 from ..plotting import MAX_WIDTH, book_style
 from ..errors import ConvergenceError
 from ..model import estimation_error
+
+W = optional_import("ipywidgets", "aimlib.widgets")
+Image = optional_import("IPython.display", "aimlib.widgets").Image
+Figure = optional_import("matplotlib.figure", "aimlib.widgets").Figure
 
 #: Bounds accepted by the panels (wider values give a readable message).
 RHO_BOUNDS = (0.01, 10.0)
@@ -56,6 +56,8 @@ BETA_BOUNDS = (0.2, 3.0)      # (one tabulation of F_out) stays under half a min
 RHO_NOISE = (0.05, 2.0)
 T_BOUNDS = (2, 8)
 SEED_BOUNDS = (0, 2**31 - 1)
+#: the panels' channels: those of the registry (:data:`aimlib.channels.CHANNELS`) whose threshold
+#: the panels draw (:func:`thresholds_cached`)
 CHANNELS = ("softmax", "hardmax")
 
 _FIGSIZE = (MAX_WIDTH, 3.4)
@@ -99,9 +101,9 @@ def channel_and_tokens(controls: dict) -> tuple[str, int]:
     """The ``channel`` and ``T`` controls, checked: the hardmax state evolution needs ``T = 2``."""
     channel = v.choice("channel", controls["channel"].value, CHANNELS)
     T = v.integer("T", controls["T"].value, *T_BOUNDS)
-    if channel == "hardmax" and T != 2:
-        raise BadInput(f"the hardmax state evolution is available for T = 2 only (its output "
-                       f"channel is a bivariate orthant probability); set T = 2 (now T = {T})")
+    if channel in T2_ONLY and T != 2:
+        raise BadInput(f"the {channel} state evolution is available for T = 2 only ({T2_ONLY[channel]}); "
+                       f"set T = 2 (now T = {T})")
     return channel, T
 
 
@@ -123,8 +125,6 @@ def figure(ncols: int = 1, figsize=_FIGSIZE):
     Constrained layout makes room for every label; it costs about half the time
     of a redraw more than fixed margins, which cut long tick labels off.
     """
-    from matplotlib.figure import Figure
-
     fig = Figure(figsize=figsize, dpi=_DPI, layout="constrained")
     axes = [fig.add_subplot(1, ncols, i + 1) for i in range(ncols)]
     return fig, axes
@@ -151,8 +151,6 @@ def se_curve_cached(channel: str, T: int, rho: float, lo: float, hi: float, scal
     Hardmax curves are iterated to ``tol = 1e-8`` (about 1e-7 in ``E_S``) to
     keep a redraw interactive.
     """
-    from .. import state_evolution as se
-
     alphas = _alpha_grid(lo, hi, scale, n)
     kw = {"tol": 1e-8} if channel == "hardmax" else {}
     c = se.curve(alphas, channel, T=T, rho=rho, **kw)
@@ -171,9 +169,6 @@ def noisy_curve_cached(rho: float, beta: float, noise: float, lo: float, hi: flo
     (:func:`aimlib.channels.softmax_noisy.fisher_at_q0`, ``c0 = k alpha_PR`` the slope of
     the prior MMSE at zero noise, ``k = T^2 + T - 2``).
     """
-    from ..channels import softmax_noisy as ns
-    from .. import state_evolution as se
-
     alphas = _alpha_grid(lo, hi, "log", n)
     mmse = np.array([se.solve(a, T=2, rho=rho, beta=beta, noise=noise).mmse for a in alphas])
     c0 = softmax_k(2) * se.perfect_recovery_threshold(rho, 2)
@@ -186,9 +181,6 @@ def noisy_curve_cached(rho: float, beta: float, noise: float, lo: float, hi: flo
 @functools.lru_cache(maxsize=512)
 def thresholds_cached(channel: str, T: int, rho: float) -> dict:
     """Thresholds drawn on the SE plots: ``alpha_pr`` (softmax) or ``alpha_wr`` (hardmax, ``rho -> 0``)."""
-    from ..channels import hardmax
-    from .. import state_evolution as se
-
     if channel == "softmax":
         return {"alpha_pr": float(se.perfect_recovery_threshold(rho, T)), "alpha_wr": None}
     return {"alpha_pr": None, "alpha_wr": float(rho * hardmax.weak_recovery_threshold()),
@@ -201,9 +193,6 @@ def phase_grid_cached(channel: str, T: int, n_rho: int, n_alpha: int) -> dict:
 
     Softmax: computed on a grid of ``alpha_bar = k alpha`` (``k = T^2 + T - 2``) and rescaled.
     """
-    from ..channels import hardmax
-    from .. import state_evolution as se
-
     rhos = np.geomspace(0.05, 5.0, n_rho)
     if channel == "softmax":
         k = softmax_k(T)
@@ -225,8 +214,6 @@ def phase_grid_cached(channel: str, T: int, n_rho: int, n_alpha: int) -> dict:
 @functools.lru_cache(maxsize=64)
 def spectrum_sample_cached(d: int, delta: float, rho: float, seed: int) -> dict:
     """A finite-``d`` draw of ``(S, Y)`` (:func:`aimlib.rmt.sample_denoising`) and its RIE."""
-    from .. import rmt
-
     S, Y = rmt.sample_denoising(d, delta, rho, seed)
     lam, U = np.linalg.eigh(Y)
     oracle = np.einsum("ij,ik,kj->j", U, S, U)  # u_i^T S u_i
@@ -234,10 +221,18 @@ def spectrum_sample_cached(d: int, delta: float, rho: float, seed: int) -> dict:
     return {"eigenvalues": lam, "oracle": oracle, "rie_error": estimation_error(S_hat, S)}
 
 
+@functools.lru_cache(maxsize=64)
+def deep_curve_cached(c: float, rho1: float, rho2: float, lo: float, hi: float, n: int) -> tuple:
+    """``(alphas, E_1, E_2)`` of the two-layer state evolution on a log grid (cached; arguments rounded)."""
+    alphas = _alpha_grid(lo, hi, "log", n)
+    mmse = se.curve(alphas, DeepAttention(c=c), T=2, rho=(rho1, rho2), tol=1e-8).mmse
+    for a in (alphas, mmse):
+        a.setflags(write=False)
+    return alphas, mmse[:, 0], mmse[:, 1]
+
+
 def clear_caches() -> None:
     """Empty every cache of the panels (used by the timing measurements)."""
-    from .deep import deep_curve_cached
-
     for f in (se_curve_cached, noisy_curve_cached, thresholds_cached, phase_grid_cached,
               spectrum_sample_cached, deep_curve_cached):
         f.cache_clear()

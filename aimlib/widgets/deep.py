@@ -1,28 +1,11 @@
 """The deep-attention panel: both layers' Bayes-optimal errors against alpha, for two hardmax layers."""
 from __future__ import annotations
 
-import functools
-
-import numpy as np
-
 from ..channels.deep_hardmax import STORED_RESIDUALS
-from .base import (ALPHA_BOUNDS, RHO_BOUNDS, W, Panel, dropdown, error_axes, figure, log_slider, number,
-                   parse_range, range_text, round_sig, se_curve_cached)
+from .base import (ALPHA_BOUNDS, RHO_BOUNDS, W, Panel, deep_curve_cached, dropdown, error_axes, figure, log_slider,
+                   number, parse_range, range_text, round_sig, se_curve_cached)
 
 N_POINTS = 24
-
-
-@functools.lru_cache(maxsize=64)
-def deep_curve_cached(c: float, rho1: float, rho2: float, lo: float, hi: float) -> tuple:
-    """``(alphas, E_1, E_2)`` of the two-layer state evolution on a log grid (cached; arguments rounded)."""
-    from .. import state_evolution as se
-    from ..channels import DeepAttention
-
-    alphas = np.geomspace(lo, hi, N_POINTS)
-    mmse = se.curve(alphas, DeepAttention(c=c), T=2, rho=(rho1, rho2), tol=1e-8).mmse
-    for a in (alphas, mmse):
-        a.setflags(write=False)
-    return alphas, mmse[:, 0], mmse[:, 1]
 
 
 class _DeepPanel(Panel):
@@ -35,7 +18,7 @@ class _DeepPanel(Panel):
                 "lo": round_sig(lo), "hi": round_sig(hi)}
 
     def _compute(self, p):
-        alphas, e1, e2 = deep_curve_cached(p["c"], p["rho1"], p["rho2"], p["lo"], p["hi"])
+        alphas, e1, e2 = deep_curve_cached(p["c"], p["rho1"], p["rho2"], p["lo"], p["hi"], N_POINTS)
         _, one = se_curve_cached("hardmax", 2, p["rho2"], p["lo"], p["hi"], "log", N_POINTS)
         return {"params": p, "alpha": alphas, "mmse_1": e1, "mmse_2": e2, "one_layer": one}
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _validate as v
+from .. import _validate as v, rmt
 from .base import (DELTA_BOUNDS, RHO_BOUNDS, SEED_BOUNDS, W, Panel, figure, int_slider, log_slider, number,
                    round_sig, seed_field, spectrum_sample_cached)
 
@@ -17,8 +17,6 @@ class _SpectrumPanel(Panel):
                 "seed": v.integer("seed", c["seed"].value, *SEED_BOUNDS)}
 
     def _compute(self, p):
-        from .. import rmt
-
         delta, rho = p["delta"], p["rho"]
         sup = rmt.support(delta, rho)
         a, b = sup[0][0], sup[-1][1]

@@ -14,6 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import rmt
+from ..gd import EIG_TOL
+from ..state_evolution import perfect_recovery_threshold
+from ..sweep import load_results
 from .base import W, Panel, dropdown, figure
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,8 +33,6 @@ def stored_runs(root: str = str(ROOT)) -> dict:
     A row holds ``mmse``, ``train_loss``, ``test_loss``, ``n_nonzero`` (from the
     sweeps) and ``eigenvalues`` (from the spectra file, ``None`` if absent there).
     """
-    from ..sweep import load_results
-
     eigs, teacher = {}, None
     with open(Path(root) / SPECTRA) as f:
         for r in csv.DictReader(line for line in f if not line.startswith("#")):
@@ -85,10 +87,6 @@ class _TrainingPanel(Panel):
                 "teacher": self.stored["teacher"], "rho": self.stored["rho"], "width": width}
 
     def _plot(self, data):
-        from .. import rmt
-        from ..gd import EIG_TOL
-        from ..state_evolution import perfect_recovery_threshold
-
         p, rho = data["params"], data["rho"]
         fig, (ax, bx) = figure(2)
         eigs = data["eigenvalues"]

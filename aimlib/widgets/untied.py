@@ -5,6 +5,7 @@ import functools
 
 import numpy as np
 
+from .. import state_evolution as se, untied
 from .base import (ALPHA_BOUNDS, W, Panel, error_axes, figure, int_slider, log_slider, number, parse_range,
                    range_text, round_sig, se_curve_cached)
 
@@ -18,8 +19,6 @@ def untied_curve_cached(T: int, rho: float, lo: float, hi: float) -> tuple:
 
     The isotropic-closure SE and the bracket of the exact one (:func:`aimlib.untied.bracket_untied`).
     """
-    from .. import untied
-
     alphas = np.linspace(lo, hi, N_POINTS)
     mmse = untied.curve_untied(alphas, T, rho)
     lower, upper = np.array([untied.bracket_untied(a, T, rho) for a in alphas]).T.copy()
@@ -36,8 +35,6 @@ class _UntiedPanel(Panel):
                 "lo": round_sig(lo), "hi": round_sig(hi)}
 
     def _compute(self, p):
-        from .. import state_evolution as se, untied
-
         alphas, e_untied, lower, upper = untied_curve_cached(p["T"], p["rho"], p["lo"], p["hi"])
         _, e_tied = se_curve_cached("softmax", p["T"], p["rho"], p["lo"], p["hi"], "linear", N_POINTS)
         return {"params": p, "alpha": alphas, "untied": e_untied, "tied": e_tied, "bracket": (lower, upper),

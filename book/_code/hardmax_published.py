@@ -13,7 +13,12 @@ with the joint density ``phi_2`` where the gradient of ``log Z_out`` has
 ``A_i = phi(kappa_i) Phi((kappa_j - r kappa_i)/c) / Phi_2`` (one factor per
 coordinate).  ``g^pub`` is not a gradient and fails the Nishimori identity;
 its state evolution reproduces the published hardmax curves (book, chapter
-"Results at a glance").  Nothing else in the library uses this module.
+"Results at a glance").
+
+Book code, not part of :mod:`aimlib`: the chapters "The hardmax channel" and
+"Results at a glance" import it with ``book/_code`` on ``sys.path``, and
+``tests/test_hardmax_published.py`` tests it.  It uses only the public API of
+:mod:`aimlib.channels.hardmax` (its reduced inputs, its quadrature rule and window).
 """
 from __future__ import annotations
 
@@ -21,12 +26,10 @@ import math
 
 import numpy as np
 
-from .. import _validate as v
-from ..backend import to_device
-from . import hardmax as hm
-from ._bivariate import log_bvn_cdf
-from .base import sample_se_measure
-from .hardmax import CORRELATION, Hardmax
+from aimlib.backend import to_device
+from aimlib.channels import hardmax as hm
+from aimlib.channels.base import sample_se_measure
+from aimlib.channels.hardmax import CORRELATION, Hardmax, log_bvn_cdf
 
 __all__ = ["PublishedHardmax", "published_g_out", "published_fisher_scaled", "published_fisher",
            "published_threshold", "threshold_standard_error", "nishimori_terms",
@@ -46,6 +49,23 @@ PUBLISHED_AMP = ((0.105906, 0.8557, 0.0532), (0.217745, 0.6908, 0.0350), (0.3738
 
 #: the independent entries ``(a, b)``, ``a <= b``, of a ``2 x 2`` index
 _ENTRIES = ((0, 0), (1, 1), (0, 1))
+
+
+def _checked(name: str, x, lowest: float, *, strict: bool = False) -> float:
+    """``x`` as a finite float ``>= lowest`` (``> lowest`` if ``strict``), or a ``ValueError`` naming it."""
+    x = float(x)
+    if not (math.isfinite(x) and (x > lowest if strict else x >= lowest)):
+        raise ValueError(f"{name} must be finite and {'>' if strict else '>='} {lowest:g}, got {x!r}")
+    return x
+
+
+def _count(name: str, n, lowest: int) -> int:
+    """``n`` as an int ``>= lowest``, or an error naming it."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(n).__name__}")
+    if n < lowest:
+        raise ValueError(f"{name} must be >= {lowest}, got {n}")
+    return int(n)
 
 
 def _log_bvn_pdf(h, k, r):
@@ -71,7 +91,7 @@ def published_g_out(y, omega, V):
     -------
     array of shape ``omega.shape``, symmetric: ``g_ii = s_i R / sqrt(3V)``, ``g_12 = -(g_11 + g_22)``.
     """
-    xp, s, m1, m2, sv = hm._parse(y, omega, V)
+    xp, s, m1, m2, sv = hm.reduced_inputs(y, omega, V)
     R = _ratio(s[..., 0] * m1 / sv, s[..., 1] * m2 / sv, s[..., 0] * s[..., 1] * CORRELATION)
     g = np.empty(m1.shape + (2, 2))
     g[..., 0, 0] = s[..., 0] * R / sv
@@ -89,8 +109,8 @@ def _mean_ratio_sq(lam: float, r: float) -> float:
     :mod:`aimlib.channels.hardmax` hold it.
     """
     sl, c = math.sqrt(lam), math.sqrt(1.0 - r * r)
-    t1, w1 = hm._gauss_rule(sl, hm._BOX_K)
-    t2, w2 = hm._gauss_rule(sl * c, hm._BOX_K * (1 + abs(r)))
+    t1, w1 = hm.gauss_rule(sl, hm.BOX_K)
+    t2, w2 = hm.gauss_rule(sl * c, hm.BOX_K * (1 + abs(r)))
     K1 = sl * t1[:, None]
     K2 = r * K1 + c * sl * t2[None, :]
     f = np.exp(2 * _log_bvn_pdf(K1, K2, r) - log_bvn_cdf(K1, K2, r))
@@ -108,7 +128,7 @@ def published_fisher_scaled(lam) -> float:
     with ``J`` of :func:`_mean_ratio_sq`.  At ``lambda = 0``,
     ``G^pub(0) = (3 / (2 pi^2)) (2/p_+ + 1/p_-)``, ``p_+- = 1/4 +- arcsin(1/3)/(2 pi)``.
     """
-    lam = v.nonnegative("lam", lam)
+    lam = _checked("lam", lam, 0.0)
     return (8.0 / 3.0) * (4 * _mean_ratio_sq(lam, CORRELATION) + 2 * _mean_ratio_sq(lam, -CORRELATION))
 
 
@@ -118,8 +138,8 @@ def published_fisher(q, Q0) -> float:
     The average is over ``omega ~ N(0, q Sigma)`` and the outputs of the real
     channel, as in :func:`aimlib.channels.hardmax.fisher`; ``0 <= q < Q0``.
     """
-    Q0 = v.positive("Q0", Q0)
-    q = v.real("q", q)
+    Q0 = _checked("Q0", Q0, 0.0, strict=True)
+    q = _checked("q", q, -math.inf)
     if not 0 <= q < Q0:
         raise ValueError(f"q must be in [0, Q0) = [0, {Q0:g}), got {q!r}")
     return published_fisher_scaled(q / (Q0 - q)) / (Q0 - q)
@@ -145,7 +165,7 @@ def threshold_standard_error(n: int = PUBLISHED_MC_SAMPLES) -> float:
     and ``(8/3) phi_2^2 / p_-^2`` otherwise, so its spread is exact; to first order
     the error of ``1/F_hat`` is ``alpha_bar^pub_WR sd(x) / (E[x] sqrt(n))``.
     """
-    n = v.integer("n", n, minimum=1)
+    n = _count("n", n, 1)
     p_plus, p_minus, phi2_sq = _trivial_point()
     values = np.array([16 / 3 * phi2_sq / p_plus**2, 8 / 3 * phi2_sq / p_minus**2])
     probs = np.array([2 * p_plus, 2 * p_minus])
@@ -170,7 +190,7 @@ class PublishedHardmax(Hardmax):
     def fisher(self, q, Q0, T):
         """``F^pub_out(q)`` (:func:`published_fisher`); ``T`` must be 2."""
         self._require_bayes("fisher")
-        if v.integer("T", T, minimum=1) != 2:
+        if _count("T", T, 1) != 2:
             raise ValueError(f"T must be 2 for the hardmax Bayes side, got T={T}")
         return published_fisher(q, Q0)
 
@@ -189,8 +209,8 @@ def nishimori_terms(g_out, q, Q0, *, n: int = 100_000, seed=None, eps: float = 1
     lhs, rhs, sem : numpy.ndarray of shape (3, 3)
         The means of ``g g^T`` and of ``-d g``, and the standard error of the mean of their difference.
     """
-    n = v.integer("n", n, minimum=2)
-    eps = v.positive("eps", eps)
+    n = _count("n", n, 2)
+    eps = _checked("eps", eps, 0.0, strict=True)
     omega, _, y = sample_se_measure(Hardmax(), n, q, Q0, 2, seed)
     V = Q0 - q
 

@@ -1,0 +1,77 @@
+"""The library's structure rules (CONTRIBUTING.md, "Library conventions"), read from its source.
+
+* imports stand at the top of a module, never inside a function or class;
+* an optional package (an extra of ``pyproject.toml``) is imported only through
+  ``aimlib._optional.optional_import``;
+* a name with a leading underscore is used only in its own module: none is
+  imported from another module, none read as an attribute of an imported module.
+"""
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from aimlib._optional import EXTRAS
+from conftest import ROOT
+
+SOURCES = sorted((ROOT / "aimlib").rglob("*.py"))
+#: the private modules whose names are the library's shared vocabulary
+SHARED_PRIVATE_MODULES = {"_validate", "_optional"}
+
+
+def _tree(path):
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+def _name(path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+def _imports(tree):
+    """``(node, inside a function or class)`` for every import statement."""
+    def walk(node, nested):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                yield child, nested
+            yield from walk(child, nested or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                ast.ClassDef)))
+    yield from walk(tree, False)
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=_name)
+def test_imports_are_at_the_top_and_optional_packages_go_through_one_module(path):
+    for node, nested in _imports(_tree(path)):
+        assert not nested, f"{_name(path)}:{node.lineno}: an import inside a function or class"
+        if getattr(node, "level", 0) > 0:   # aimlib's own modules
+            continue
+        modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+        for top in (module.partition(".")[0] for module in modules):
+            if top in EXTRAS:
+                pytest.fail(f"{_name(path)}:{node.lineno}: imports the optional package {top!r}; "
+                            "use aimlib._optional.optional_import")
+
+
+def _module_aliases(tree) -> set:
+    """The names a module binds to other aimlib modules (``from . import hardmax as hm``)."""
+    names = set()
+    for node, _ in _imports(tree):
+        if isinstance(node, ast.ImportFrom) and node.level > 0:
+            names |= {a.asname or a.name for a in node.names}
+    return names
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=_name)
+def test_no_private_name_crosses_a_module_boundary(path):
+    tree = _tree(path)
+    for node, _ in _imports(tree):
+        if isinstance(node, ast.ImportFrom) and node.level > 0:
+            for alias in node.names:
+                private = alias.name.startswith("_") and not alias.name.startswith("__")
+                assert not private or alias.name in SHARED_PRIVATE_MODULES, (
+                    f"{_name(path)}:{node.lineno}: imports the private name {alias.name!r}")
+    modules = _module_aliases(tree) - {"v", *SHARED_PRIVATE_MODULES}
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules
+                and node.attr.startswith("_") and not node.attr.startswith("__")):
+            pytest.fail(f"{_name(path)}:{node.lineno}: reads the private name {node.value.id}.{node.attr}")
