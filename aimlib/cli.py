@@ -8,17 +8,11 @@ Commands
         python -m aimlib se --channel softmax --T 2 --rho 0.5 --alpha 0.05 0.1
 
 ``threshold``
-    The channel's threshold on stdout: the perfect-recovery ``alpha_PR`` of
-    the softmax/linear channels, or (``--channel hardmax --rho 0``) the
-    weak-recovery threshold in ``alpha_bar = alpha / rho``::
+    The perfect-recovery ``alpha_PR`` of the softmax/linear channels, the hardmax
+    weak-recovery threshold in ``alpha/rho`` (``--rho 0``), or with ``--estimator
+    min-trace`` that of minimum-trace recovery (:mod:`aimlib.convex`)::
 
         python -m aimlib threshold --channel softmax --T 2 --rho 0.5
-
-    ``--estimator min-trace`` (noiseless softmax only) prints instead the
-    threshold ``alpha_cvx = 2 psi(rho)/(T^2 + T - 2)`` of minimum-trace recovery
-    (:mod:`aimlib.convex`)::
-
-        python -m aimlib threshold --channel softmax --estimator min-trace --T 2 --rho 0.5
 
 ``amp``
     One GAMP-RIE run on sampled data, CSV ``alpha,d,seed,mmse,iterations,seconds``::
@@ -54,12 +48,9 @@ channel does not use is refused, not ignored; so are a repeated option and a
 number that is not finite or out of its range, before any work starts
 (:mod:`aimlib.cli_checks`).
 
-Extending
----------
-A new command is an entry of :data:`COMMANDS`: ``name -> (help,
-add_arguments(parser), run(args) -> int)``; :func:`register_command` adds one.
-Channels come from :func:`aimlib.channels.make_channel`, so a channel whose
-Bayes side exists works in ``se`` and ``amp`` as soon as it is registered there.
+``--teachers wishart|centred`` chooses the teachers' family (:func:`aimlib.priors.make_priors`).
+A new command is an entry of :data:`COMMANDS` (:func:`register_command`); channels come from
+:func:`aimlib.channels.make_channel`, so a registered channel with a Bayes side works in ``se`` and ``amp``.
 """
 from __future__ import annotations
 
@@ -82,6 +73,7 @@ from .cli_checks import (RANGES, Once, Parser, check_channel, check_gd, check_nu
                          token_law_type)
 from .convex import min_trace_threshold
 from .errors import ConvergenceError
+from .priors import make_priors
 
 __all__ = ["main", "build_parser", "register_command", "COMMANDS"]
 _Parser, _Once = Parser, Once  # one line per error, every option at most once (aimlib.cli_checks)
@@ -110,6 +102,10 @@ def _add_channel(p):
 def _add_rho(p):
     p.add_argument("--rho", type=RANGES["rho"], nargs="+", default=[0.5], action=_Once,
                    help="width ratio rho = r/d in [1e-4, 1e4], one per layer (default: 0.5)")
+    p.add_argument("--teachers", choices=["wishart", "centred"], default="wishart",
+                   help="teachers: wishart S = W W^T/sqrt(r d) (default) or centred S - sqrt(rho) I; "
+                        "the deep-hardmax state evolution is exact for centred teachers and refuses "
+                        "wishart ones (their layers share the index of sqrt(rho) I)")
 
 
 def _add_common(p):
@@ -135,6 +131,12 @@ def _rho(args, ch):
     return args.rho[0] if ch.n_indices == 1 else tuple(args.rho)
 
 
+def _priors(args, ch):
+    """The teachers' priors: ``--rho`` in the family ``--teachers`` (:func:`aimlib.priors.make_priors`)."""
+    priors = make_priors(ch, args.rho, args.teachers)
+    return priors[0] if len(priors) == 1 else priors
+
+
 def _columns(name: str, L: int) -> list[str]:
     """``name`` for one layer, ``name_1, ..., name_L`` for several."""
     return [name] if L == 1 else [f"{name}_{ell + 1}" for ell in range(L)]
@@ -158,7 +160,7 @@ def _fmt(x: float) -> str:
 
 def _se_run(args) -> int:
     ch = _channel(args)
-    res = se.curve(args.alpha, ch, T=args.T, rho=_rho(args, ch), method=args.method)
+    res = se.curve(args.alpha, ch, T=args.T, rho=_priors(args, ch), method=args.method)
     lines = [",".join(["alpha"] + _columns("mmse", ch.n_indices) + _columns("q", ch.n_indices))]
     lines += [",".join(_fmt(x) for x in [a, *_values(m), *_values(q)])
               for a, m, q in zip(res.alpha, res.mmse, res.q)]
@@ -177,13 +179,15 @@ def _threshold_run(args) -> int:
     """Perfect recovery (noiseless softmax/linear), or the hardmax weak recovery at ``rho -> 0``."""
     ch = _channel(args)
     if args.estimator == "min-trace":
+        if args.teachers != "wishart":
+            raise UsageError("--estimator min-trace recovers positive semi-definite (wishart) teachers only")
         if args.channel != "softmax" or ch.linear_k(args.T) is None:
             raise UsageError(f"--estimator min-trace needs the noiseless softmax channel, got "
                              f"--channel {args.channel}{' with --noise' if getattr(ch, 'noise', 0) else ''}")
         print(_fmt(min_trace_threshold(_rho(args, ch), args.T)))
         return 0
     if args.channel != "hardmax":
-        print(_fmt(se.perfect_recovery_threshold(_rho(args, ch), args.T, ch)))
+        print(_fmt(se.perfect_recovery_threshold(_priors(args, ch), args.T, ch)))
         return 0
     if args.rho != [0] or args.T != 2 or ch.noise != 0:
         raise UsageError("--channel hardmax has no perfect-recovery threshold; its weak-recovery "
@@ -238,7 +242,7 @@ def _amp_run(args) -> int:
     check_samples(args)
     given = {k: getattr(args, k) for k in ("damping", "tol") if getattr(args, k) is not None}
     row = amp.run_amp(ch, args.T, _rho(args, ch), args.alpha, args.d, args.seed, backend=args.backend,
-                      dtype=args.dtype, tokens=args.tokens, max_iter=args.max_iter,
+                      dtype=args.dtype, tokens=args.tokens, teachers=args.teachers, max_iter=args.max_iter,
                       on_max_iter=args.on_max_iter, **given)
     flagged = ["converged"] if args.on_max_iter != "raise" else []   # rows that may stop unconverged
     _print_row(["alpha", "d", "seed", "mmse", "iterations", "seconds"] + flagged,
@@ -267,6 +271,8 @@ def _gd_arguments(p):
 def _gd_run(args) -> int:
     if len(args.rho) != 1:
         raise UsageError(f"--rho must hold one width ratio for gd, got {len(args.rho)}")
+    if args.teachers != "wishart":
+        raise UsageError("--teachers centred is not available for gd: its students are W W^T/sqrt(k d)")
     check_gd(args)
     row = gd.run_gd(args.T, args.rho[0], args.alpha, args.d, args.seed, restarts=args.restarts,
                     backend=args.backend, dtype=args.dtype, beta=args.beta, steps=args.steps,

@@ -23,7 +23,7 @@ import numpy as np
 from . import _validate as v
 from .backend import get_array_module, module_named, to_common, to_device, to_host
 from .channels import Channel
-from .priors import Wishart, teacher_width
+from .priors import Wishart, make_prior, make_priors, teacher_width
 from .tokens import token_law
 
 __all__ = ["teacher_width", "sample_teacher", "sample_tokens", "attention_indices", "index_chunk_size",
@@ -211,10 +211,14 @@ def n_samples(alpha: float, d: int) -> int:
 
 
 def dataset_bytes(n: int, d: int, T: int, rhos=(1.0,), itemsize: int = 8) -> int:
-    """Bytes of a sampled data set: tokens, indices, outputs and teachers, plus the float64 draws."""
+    """Bytes of a sampled data set: tokens, indices, outputs and teachers, plus the float64 draws.
+
+    ``rhos`` holds one width ratio (the Wishart prior) or prior per teacher; a
+    teacher's draws are :meth:`aimlib.priors.base.Prior.draw_numbers`.
+    """
     L = len(rhos)
-    widths = sum(teacher_width(d, r) for r in rhos)
-    return itemsize * (n * T * d + 2 * n * L * T * T + L * d * d) + 8 * (n * T * d + d * widths + L * d * d)
+    draws = sum(make_prior(r).draw_numbers(d) for r in rhos)
+    return itemsize * (n * T * d + 2 * n * L * T * T + L * d * d) + 8 * (n * T * d + draws + L * d * d)
 
 
 @dataclass
@@ -222,7 +226,8 @@ class Dataset:
     """A sampled AIM data set: teacher ``S``, tokens ``X``, indices ``h``, outputs ``y``.
 
     With ``L > 1`` indices per sample, ``S`` has shape ``(L, d, d)``, ``h`` shape
-    ``(n, L, T, T)`` and ``rho`` is a tuple of ``L`` width ratios.
+    ``(n, L, T, T)`` and ``rho`` is a tuple of ``L`` width ratios.  ``priors`` are the
+    teachers' priors (:mod:`aimlib.priors`).
     """
 
     S: object
@@ -232,6 +237,7 @@ class Dataset:
     channel: Channel
     alpha: float
     rho: float | tuple
+    priors: tuple = ()
 
     @property
     def n(self) -> int:
@@ -248,12 +254,14 @@ class Dataset:
 
 def sample_dataset(alpha: float, d: int, T: int, rho: float, channel: Channel, seed=None,
                    *, backend: str | None = None, dtype=np.float64, memory_mb: float = v.MEMORY_MB,
-                   tokens=None) -> Dataset:
+                   tokens=None, teachers: str | None = None) -> Dataset:
     """Sample teacher(s), ``n = round(alpha d^2)`` sequences and their outputs.
 
     One seed drives all draws (teachers in layer order, tokens, label noise)
     through a single Generator, so the data set is reproducible on every backend.
-    ``rho`` is one width ratio, or ``channel.n_indices`` of them.  Sizes whose
+    ``rho`` is one width ratio or prior, or ``channel.n_indices`` of them; a width
+    ratio names a teacher of the family ``teachers`` (:func:`aimlib.priors.make_priors`:
+    ``'wishart'`` by default, ``'centred'`` for ``S - sqrt(rho) I``).  Sizes whose
     arrays (:func:`dataset_bytes`) exceed ``memory_mb`` MiB are refused before
     anything is allocated, with an error naming the parameter to lower.
     ``tokens`` is the token law (:func:`aimlib.tokens.token_law`, default Gaussian).
@@ -264,22 +272,22 @@ def sample_dataset(alpha: float, d: int, T: int, rho: float, channel: Channel, s
     rng = v.generator(seed)
     alpha, d = v.positive("alpha", alpha), v.integer("d", d, minimum=1)
     L = channel.n_indices
-    rhos = widths(channel, rho)
+    priors = make_priors(channel, rho, teachers)
     T = v.integer("T", T, minimum=2)
     itemsize = np.dtype(dtype).itemsize
     # memory first (every size, T included, may be the one to lower), then the cap on n
-    v.check_memory(lambda n, d, T: dataset_bytes(n, d, T, rhos, itemsize),
+    v.check_memory(lambda n, d, T: dataset_bytes(n, d, T, priors, itemsize),
                    {"n": v.requested_samples(alpha, d), "d": d, "T": T},
                    v.positive("memory_mb", memory_mb), what="the arrays of the data set",
                    via={"n": ("alpha", alpha, d * d)})
     n = n_samples(alpha, d)
-    teachers = [sample_teacher(d, r, rng, backend=backend, dtype=dtype) for r in rhos]
-    S = teachers[0] if L == 1 else get_array_module(teachers[0]).stack(teachers)
+    mats = [p.sample(d, rng, xp=module_named(backend), dtype=dtype) for p in priors]
+    S = mats[0] if L == 1 else get_array_module(mats[0]).stack(mats)
     X = sample_tokens(n, T, d, rng, backend=backend, dtype=dtype, tokens=tokens)
-    h = attention_indices(X, S, memory_mb=memory_mb)
+    h = attention_indices(X, S, symmetric=not channel.square, memory_mb=memory_mb)
     y = channel(h, rng)
     return Dataset(S=S, X=X, h=h, y=y, channel=channel, alpha=float(alpha),
-                   rho=float(rho) if L == 1 else tuple(float(r) for r in rhos))
+                   rho=priors[0].rho if L == 1 else tuple(p.rho for p in priors), priors=priors)
 
 
 def index_covariance(S, S_prime=None) -> float:

@@ -201,7 +201,8 @@ _INTERNAL = re.compile(r"\b(q must|Q0|delta must|omega|y must|memory_mb|lr|max_i
 
 
 @pytest.mark.parametrize("argv, words", [
-    (["se", "--channel", "deep-hardmax", "--rho", "1e-4", "1e-4", "--alpha", "0.1"], ["lower alpha", "raise rho"]),
+    (["se", "--channel", "deep-hardmax", "--rho", "1e-4", "1e-4", "--teachers", "centred", "--alpha", "0.1"],
+     ["lower alpha", "raise rho"]),
     (["se", "--channel", "hardmax", "--alpha", "1e300"], ["alpha = 1e+300", "smaller alpha"]),
     (["se", "--rho", "inf", "--alpha", "0.1"], ["--rho", "[0.0001, 10000]"]),
     (["se", "--noise", "1e300", "--alpha", "0.1"], ["--noise", "[0, 1e+06]"]),

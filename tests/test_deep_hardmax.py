@@ -7,7 +7,12 @@ import pytest
 from aimlib import amp, cli, model
 from aimlib import state_evolution as se
 from aimlib.channels import DeepAttention, Hardmax, deep_hardmax as dh, hardmax, sample_indices, sigma2
+from aimlib.backend import to_host
+from aimlib.priors import Centred
 from conftest import assert_layer_gradients
+
+#: centred teachers: the two-layer state evolution is exact for them (proposition deep-prop-centred)
+CENTRED = (Centred(0.5), Centred(0.5))
 
 V = (0.7, 0.4)
 OUTPUTS = [(1.0, 1.0), (1.0, -1.0), (-1.0, 1.0), (-1.0, -1.0)]
@@ -155,9 +160,9 @@ def test_a_residual_without_a_stored_table_is_built_on_demand(monkeypatch):
 def test_two_layer_free_entropy_is_stationary_at_the_fixed_point():
     """d Phi / d qhat_l = 0 (the prior side) and d Phi / d q_l = 0 (the channel side) at the SE fixed point."""
     ch, alpha, eps = DeepAttention(c=0.5), 0.8, 1e-4
-    r = se.solve(alpha, ch, T=2, rho=(0.5, 0.5), tol=1e-12)
+    r = se.solve(alpha, ch, T=2, rho=CENTRED, tol=1e-12)
     q, qhat = np.array(r.q), np.array(r.qhat)
-    phi = lambda q_, qh_: se.free_entropy(q_, qh_, alpha, ch, T=2, rho=(0.5, 0.5))  # noqa: E731
+    phi = lambda q_, qh_: se.free_entropy(q_, qh_, alpha, ch, T=2, rho=CENTRED)  # noqa: E731
     for ell in range(2):
         e = np.eye(2)[ell] * eps
         d_qhat = (phi(q, qhat + e) - phi(q, qhat - e)) / (2 * eps)
@@ -170,28 +175,28 @@ def test_two_layer_free_entropy_is_stationary_at_the_fixed_point():
 def test_the_two_layer_fixed_point_is_the_same_from_an_informed_start():
     ch = DeepAttention(c=0.5)
     for alpha in (0.2, 1.0, 2.5):
-        cold = se.solve(alpha, ch, T=2, rho=(0.5, 0.5), tol=1e-11)
-        warm = se.solve(alpha, ch, T=2, rho=(0.5, 0.5), tol=1e-11, init=(0.01, 0.01))
+        cold = se.solve(alpha, ch, T=2, rho=CENTRED, tol=1e-11)
+        warm = se.solve(alpha, ch, T=2, rho=CENTRED, tol=1e-11, init=(0.01, 0.01))
         assert np.allclose(cold.mmse, warm.mmse, atol=1e-7)
 
 
 def test_state_evolution_layer_two_is_learned_first_and_the_cli_prints_both_layers(capsys):
     ch = DeepAttention(c=0.5)
-    c = se.curve([0.1, 0.5, 1.0, 2.0], ch, T=2, rho=(0.5, 0.5), tol=1e-10)
+    c = se.curve([0.1, 0.5, 1.0, 2.0], ch, T=2, rho=CENTRED, tol=1e-10)
     assert c.mmse.shape == (4, 2) and np.all(np.diff(c.mmse, axis=0) < 0)
     assert np.all(c.mmse[:, 1] < c.mmse[:, 0]) and np.all((c.mmse > 0) & (c.mmse < 1))
     assert cli.main(["se", "--channel", "deep-hardmax", "--layers", "2", "--rho", "0.5", "0.5", "--c", "0.5",
-                     "--alpha", "1.0"]) == 0
+                     "--teachers", "centred", "--alpha", "1.0"]) == 0
     header, row = capsys.readouterr().out.strip().splitlines()
     assert header == "alpha,mmse_1,mmse_2,q_1,q_2"
     assert [float(x) for x in row.split(",")[1:3]] == pytest.approx(list(c.mmse[2]), abs=1e-8)
 
 
 def test_gamp_rie_with_two_denoisers_lands_on_the_two_layer_state_evolution():
-    """d = 80, alpha = 1: each layer within 0.06 of the SE (the one-layer tolerance at this d)."""
+    """Centred teachers, d = 80, alpha = 1: each layer within 0.06 of the SE (the one-layer tolerance at this d)."""
     ch = DeepAttention(c=0.5)
-    run = amp.run_amp(ch, 2, (0.5, 0.5), 1.0, 80, seed=0)
-    expected = se.fixed_point(1.0, ch, T=2, rho=(0.5, 0.5), tol=1e-10).mmse
+    run = amp.run_amp(ch, 2, (0.5, 0.5), 1.0, 80, seed=0, teachers="centred")
+    expected = se.fixed_point(1.0, ch, T=2, rho=CENTRED, tol=1e-10).mmse
     assert run["converged"] and run["mmse"] == pytest.approx(expected, abs=0.06)
 
 
@@ -209,3 +214,49 @@ def test_limit_thresholds_are_where_each_layer_leaves_one():
         assert dh.limit_error(onset[layer] * 1.01, 0.5)[layer] < 1 - 1e-6
     with pytest.raises(ValueError, match="alpha_bar_max"):
         dh.limit_thresholds(0.5, alpha_bar_max=1.5)
+
+
+def test_the_sign_flip_of_layer_two_flips_the_output_and_g2_only():
+    """The symmetry of proposition deep-prop-centred, on samples: (omega_2, h2) -> -(omega_2, h2) sends
+    y to 1 - y and leaves g_1 unchanged while negating g_2 (exactly)."""
+    ch, rng = DeepAttention(c=0.5), np.random.default_rng(1)
+    omega = np.stack([sample_indices(500, 2, 0.5, rng) for _ in range(2)], axis=1)
+    h = omega + np.stack([sample_indices(500, 2, 0.5, rng) for _ in range(2)], axis=1)
+    flip = np.array([1.0, -1.0])[None, :, None, None]
+    y = ch(h)
+    assert np.array_equal(ch(h * flip), 1 - y)
+    g, g_flip = ch.g_out(y, omega, (0.5, 0.5)), ch.g_out(1 - y, omega * flip, (0.5, 0.5))
+    assert np.array_equal(g_flip[:, 0], g[:, 0]) and np.array_equal(g_flip[:, 1], -g[:, 1])
+
+
+def test_cross_term_vanishes_for_centred_teachers_and_not_for_wishart_ones():
+    """Centred law: the moments' diagonal is F_l (within 5 standard errors of the deterministic fisher) and
+    the cross term is 0 within 5 standard errors.  Wishart law (omega_l share sqrt(rho) z_0) at q = rho = 0.5:
+    F_1, F_2 about 10 % and 6 % below the independent law's and a cross term of about +0.19
+    (THEORY section 8 reports 0.27, 0.88 and +0.19), far from 0."""
+    ch = DeepAttention(c=0.5)
+    M, err = ch.output_moments((0.5, 0.5), (1.0, 1.0), n=40_000, seed=2)
+    assert np.all(np.abs(np.diag(M) - ch.fisher((0.5, 0.5), (1.0, 1.0), 2)) < 5 * np.diag(err))
+    assert abs(M[0, 1]) < 5 * err[0, 1]
+    M, err = ch.output_moments((0.5, 0.5), (1.5, 1.5), shared=(0.5, 0.5), n=40_000, seed=3)
+    independent = np.array(ch.fisher((0.5, 0.5), (1.5, 1.5), 2))
+    assert M[0, 1] == pytest.approx(0.19, abs=5 * err[0, 1]) and M[0, 1] > 20 * err[0, 1]
+    assert np.diag(M) / independent == pytest.approx([0.90, 0.94], abs=0.02)   # 5 standard errors or more
+
+
+def test_the_two_layer_state_evolution_refuses_wishart_teachers():
+    with pytest.raises(ValueError, match="zero mean"):
+        se.solve(0.5, DeepAttention(c=0.5), T=2, rho=(0.5, 0.5))
+    with pytest.raises(ValueError, match="zero mean"):
+        se.free_entropy((0.2, 0.2), (1.0, 1.0), 0.5, DeepAttention(c=0.5), T=2, rho=(0.5, 0.5))
+    assert cli.main(["se", "--channel", "deep-hardmax", "--layers", "2", "--rho", "0.5", "0.5", "--c", "0.5",
+                     "--alpha", "1.0"]) == 2
+
+
+def test_centred_data_sets_are_the_wishart_ones_shifted():
+    """Same seed: the centred teachers are the Wishart ones minus sqrt(rho) I, the tokens are the same."""
+    w = model.sample_dataset(0.2, 20, 2, (0.5, 0.3), DeepAttention(c=0.5), 4)
+    c = model.sample_dataset(0.2, 20, 2, (0.5, 0.3), DeepAttention(c=0.5), 4, teachers="centred")
+    shift = np.sqrt([0.5, 0.3])[:, None, None] * np.eye(20)
+    assert np.allclose(to_host(c.S) + shift, to_host(w.S)) and np.array_equal(to_host(c.X), to_host(w.X))
+    assert c.priors == (Centred(0.5), Centred(0.3)) and c.rho == (0.5, 0.3)

@@ -87,7 +87,7 @@ def test_chunked_indices_equal_unchunked(symmetric):
     rng = np.random.default_rng(8)
     n, T, d = 23, 3, 12
     X = rng.standard_normal((n, T, d))
-    S = np.stack([model.sample_teacher(d, rho, rng) for rho in (0.5, 2.0)])
+    S = np.stack([to_host(model.sample_teacher(d, rho, rng)) for rho in (0.5, 2.0)])
     if not symmetric:
         S = S + rng.standard_normal(S.shape)
     for teachers in (S[0], S):
@@ -95,9 +95,9 @@ def test_chunked_indices_equal_unchunked(symmetric):
         assert whole.shape == ((n, T, T) if teachers.ndim == 2 else (n, 2, T, T))
         for c in (1, 5, 23, 99):
             chunked = model.attention_indices(X, teachers, symmetric=symmetric, chunk_size=c)
-            np.testing.assert_array_equal(chunked, whole)  # bit for bit: the same products per sample
+            np.testing.assert_array_equal(to_host(chunked), to_host(whole))  # bit for bit: the same products per sample
         tiny = model.attention_indices(X, teachers, symmetric=symmetric, memory_mb=1e-3)
-        np.testing.assert_array_equal(tiny, whole)
+        np.testing.assert_array_equal(to_host(tiny), to_host(whole))
     # one chunk of c samples: X S (c T d), four c T^2 temporaries and the chunk's L indices
     assert model.index_chunk_size(T, d, 8, 2, 1e-3) == int(1e-3 * 2**20) // ((T * d + 6 * T * T) * 8)
     assert model.index_chunk_size(T, d, 8, 1, 1e-9) == 1

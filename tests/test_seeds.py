@@ -130,7 +130,8 @@ def test_amp_and_gd_draw_the_same_data_from_equal_generators(seen):
 
 def test_restart_i_starts_the_same_whatever_the_number_of_restarts():
     for seed in (lambda: 5, lambda: np.random.default_rng(5)):
-        np.testing.assert_array_equal(gd.initial_weights(8, 4, 3, seed())[:2], gd.initial_weights(8, 4, 2, seed()))
+        np.testing.assert_array_equal(to_host(gd.initial_weights(8, 4, 3, seed())[:2]),
+                                      to_host(gd.initial_weights(8, 4, 2, seed())))
 
 
 def test_the_oracle_curve_takes_a_generator():

@@ -16,6 +16,7 @@ import pytest
 from aimlib import cli, sweep
 from aimlib import state_evolution as se
 from aimlib.channels import CHANNELS, DeepAttention, make_channel
+from aimlib.priors import Centred
 from aimlib.sweep import Run, SpecError, SweepSpec, expand, load_spec, read_results, run_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -709,7 +710,7 @@ def test_load_results_gives_the_rows_in_spec_order():
 
 # -- two-layer attention (deep-hardmax): c, one width per layer, one error per layer ------------
 
-DEEP = {"method": ["se", "amp"], "channel": "deep-hardmax", "c": 0.5, "T": 2,
+DEEP = {"method": ["se", "amp"], "channel": "deep-hardmax", "c": 0.5, "T": 2, "teachers": "centred",
         "rho": [0.5, [0.25, 0.5]], "alpha": 1.0, "d": 16, "options": {"amp": {"max_iter": 60}}}
 
 
@@ -747,7 +748,7 @@ def test_deep_sweep_rows_hold_one_error_per_layer(tmp_path):
     assert run_sweep(spec, out, workers=1, progress=False).complete
     rows = read_results(out, keys=[r.key for r in expand(spec)])
     se_row, amp_row = rows
-    expected = se.solve(1.0, DeepAttention(c=0.5), T=2, rho=(0.5, 0.5)).mmse
+    expected = se.solve(1.0, DeepAttention(c=0.5), T=2, rho=(Centred(0.5), Centred(0.5))).mmse
     assert se_row["rho"] == (0.5, 0.5) and se_row["mmse"] is None
     assert se_row["mmse_layers"] == pytest.approx(expected, abs=1e-8)
     assert len(amp_row["mmse_layers"]) == 2 and len(amp_row["mmse_pred_layers"]) == 2
@@ -825,3 +826,14 @@ def test_spec_channels_are_the_registry():
     # alpha_bar = k alpha with k the channel's linear_k
     run = expand(SweepSpec(**{**BASE, "alpha": None, "alpha_bar": [0.4], "T": 3}))[0]
     assert run.alpha == pytest.approx(0.4 / make_channel("softmax").linear_k(3)) and run.alpha_bar == 0.4
+
+
+def test_teachers_field_enters_the_key_only_when_centred_and_gd_refuses_it():
+    base = {"method": "se", "T": 2, "rho": 0.5, "alpha": 0.2}
+    wishart, centred = expand(base)[0], expand({**base, "teachers": "centred"})[0]
+    assert wishart.key == expand({**base, "teachers": "wishart"})[0].key != centred.key
+    assert centred.teachers == "centred" and "teachers" not in wishart.params()
+    with pytest.raises(SpecError, match="teachers"):
+        load_spec({**base, "teachers": "uniform"})
+    with pytest.raises(SpecError, match="teachers"):
+        load_spec({**base, "method": "gd", "d": 10, "teachers": "centred"})

@@ -165,13 +165,16 @@ def test_noise_panel_messages():
 
 
 def test_deep_panel_data_match_the_two_layer_state_evolution():
+    """The panel draws the state evolution of centred teachers (exact for two hardmax layers)."""
     from aimlib.channels import DeepAttention
+    from aimlib.priors import Centred
 
     p = aw.deep_panel(c=0.5, alpha_range="0.1, 2")
     assert p.error == "" and p.last_png.startswith(PNG)
     d = p.last_data
     i = len(d["alpha"]) // 2
-    expected = se.fixed_point(d["alpha"][i], DeepAttention(c=0.5), T=2, rho=(0.5, 0.5), tol=1e-10).mmse
+    expected = se.fixed_point(d["alpha"][i], DeepAttention(c=0.5), T=2, rho=(Centred(0.5), Centred(0.5)),
+                              tol=1e-10).mmse
     assert (d["mmse_1"][i], d["mmse_2"][i]) == pytest.approx(expected, abs=1e-6)
     assert np.all(d["mmse_2"] < d["mmse_1"])           # the output layer is learned first
     before, after = _changes(p, "rho2", 2.0)

@@ -47,7 +47,8 @@ def memory_footprint(n: int, T: int, d: int, *, itemsize: int = 8, memory_mb: fl
 
 
 def run_amp(channel, T: int, rho, alpha: float, d: int, seed=None, *,
-            backend: str | None = None, dtype=None, tokens=None, **options) -> dict:
+            backend: str | None = None, dtype=None, tokens=None, teachers: str | None = None,
+            **options) -> dict:
     """Sample a data set of the AIM and run :func:`~aimlib.amp.gamp_rie` on it.
 
     Parameters
@@ -55,7 +56,10 @@ def run_amp(channel, T: int, rho, alpha: float, d: int, seed=None, *,
     channel : Channel or str
         A channel instance, or a name for :func:`aimlib.channels.make_channel`.
     T, rho, alpha, d :
-        Tokens per sample, width ratio(s), ``alpha = n / d^2`` and dimension.
+        Tokens per sample, width ratio(s) or prior(s), ``alpha = n / d^2`` and dimension.
+    teachers : {'wishart', 'centred'} or None
+        The family a width ratio names (:func:`aimlib.priors.make_priors`; default Wishart,
+        or the rectangular prior for a square channel); teacher and denoiser share it.
     seed : int, Generator or None
         Teacher, tokens and label noise (:func:`aimlib.model.sample_dataset`) come
         from stream 0 of :func:`aimlib._validate.run_streams`: the same teacher and
@@ -75,7 +79,8 @@ def run_amp(channel, T: int, rho, alpha: float, d: int, seed=None, *,
     dict
         ``alpha``, ``d``, ``seed``, ``mmse`` (the measured error), ``iterations``,
         ``seconds``, ``T``, ``rho``, ``n``, ``channel``, ``converged``, ``reason``,
-        ``m`` (the predicted error), ``delta`` and, with ``trace=True``, ``trace``.
+        ``m`` (the predicted error), ``delta``, ``teachers`` (the priors) and, with
+        ``trace=True``, ``trace``.
     """
     channel = make_channel(channel)
     T = v.integer("T", T, minimum=2)
@@ -83,12 +88,14 @@ def run_amp(channel, T: int, rho, alpha: float, d: int, seed=None, *,
     dt = float_dtype(dtype)
     module_named(backend)  # validates the backend name early
     data = sample_dataset(alpha, d, T, rho, channel, v.run_streams(seed).data, backend=backend, dtype=dt,
-                          tokens=tokens)
-    res = gamp_rie(data.X, data.y, channel, rho, S=data.S, dtype=dt, **options)
+                          tokens=tokens, teachers=teachers)
+    res = gamp_rie(data.X, data.y, channel, data.priors if len(data.priors) > 1 else data.priors[0], S=data.S,
+                   dtype=dt, **options)
     out = {"alpha": float(alpha), "d": d, "seed": v.seed_label(seed), "mmse": res.mmse,
            "iterations": res.iterations, "seconds": res.seconds, "T": T, "rho": data.rho,
            "n": int(data.n), "channel": repr(channel), "converged": res.converged,
-           "reason": res.reason, "m": res.m, "delta": res.delta}
+           "reason": res.reason, "m": res.m, "delta": res.delta,
+           "teachers": ", ".join(repr(p) for p in data.priors)}
     if res.trace is not None:
         out["trace"] = res.trace
     return out

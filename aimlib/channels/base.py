@@ -94,6 +94,10 @@ class Channel:
     n_indices = 1
     #: whether the index matrices are square (untied key and query) rather than symmetric
     square = False
+    #: whether one output mixes several index matrices (layers), so that the Bayes side of a layer
+    #: depends on the others' indices; its diagonal state evolution then needs independent
+    #: estimates across layers, which priors with a non-zero mean (a shared known part) break
+    joint_output = False
 
     def __init__(self, noise: float = 0.0):
         self.noise = v.nonnegative("noise", noise)

@@ -34,7 +34,7 @@ from ..backend import get_array_module, to_device, to_host
 from ..errors import check_on_max_iter, max_iter_reached
 from . import hardmax
 from ._bivariate import grad_log_bvn, log_bvn_cdf
-from .base import Channel
+from .base import Channel, sample_indices, sigma2
 from .softmax import check_beta, row_softmax
 
 __all__ = ["DeepAttention", "PATTERNS", "functionals", "fisher_scaled", "fisher_scaled_direct", "build_table",
@@ -78,6 +78,7 @@ class DeepAttention(Channel):
 
     name = "deep-attention"
     n_indices = 2
+    joint_output = True
 
     def __init__(self, c: float = 0.5, layer: str = "hardmax", beta: float = 1.0):
         super().__init__(0.0)
@@ -171,6 +172,33 @@ class DeepAttention(Channel):
         """``(g_1, g_2)``, each symmetric ``2 x 2``, stacked on axis ``-3``: posterior-weighted pattern gradients."""
         xp, _, g = self._log_z_and_g(y, omega, V)
         return to_device(g, xp)
+
+    def output_moments(self, q, Q0, *, shared=(0.0, 0.0), n: int = 60_000, seed=0):
+        r"""``M_{ll'} = 2 sum_{a<=b} Sigma_ab E[g_{l,ab} g_{l',ab}]`` by Monte Carlo, with standard errors.
+
+        The estimates are ``omega_l = sqrt(s_l) z_0 + sqrt(q_l - s_l) z_l`` (``z_0, z_1, z_2``
+        independent, each ``N(0, Sigma)``; ``s = shared``) and ``h_l | omega ~ N(omega_l,
+        (Q0_l - q_l) Sigma)``.  Wishart teachers ``S_l = sqrt(rho_l) I + F_l`` share the index of
+        the identity, ``s = rho`` (book, chapter "Deep attention"); centred teachers have
+        ``s = 0``, the law of :meth:`fisher`.  The diagonal of ``M`` is ``F_l``
+        under that law, the off-diagonal the cross term the diagonal state evolution drops.
+
+        Returns
+        -------
+        (M, se) : two (2, 2) arrays, the moments and their standard errors.
+        """
+        rng = v.generator(seed)
+        _, Q0, _, V = self._fisher_args(q, Q0, 2)
+        q = tuple(a - b for a, b in zip(Q0, V))
+        s = tuple(v.in_range(f"shared[{i}]", x, 0.0, q[i]) for i, x in enumerate(np.broadcast_to(shared, (2,))))
+        n = v.integer("n", n, minimum=100)
+        z0 = sample_indices(n, 2, 1.0, rng)
+        omega = np.stack([np.sqrt(s[l]) * z0 + sample_indices(n, 2, q[l] - s[l], rng) for l in range(2)], axis=1)
+        h = omega + np.stack([sample_indices(n, 2, V[l], rng) for l in range(2)], axis=1)
+        iu = np.triu_indices(2)
+        g = self.g_out(self(h, seed=rng), omega, V)[..., iu[0], iu[1]]
+        terms = 2 * np.einsum("nlk,nmk,k->nlm", g, g, sigma2(2)[iu])
+        return terms.mean(axis=0), terms.std(axis=0) / np.sqrt(n)
 
 
 def _pattern_posterior(logs, g1s, g2s):

@@ -32,7 +32,7 @@ from .. import _validate as v
 from ..backend import get_array_module
 from .base import Channel, sigma2
 
-__all__ = ["Softmax", "row_softmax", "softmax_k", "check_beta", "BETA_MAX"]
+__all__ = ["SoftmaxMap", "Softmax", "row_softmax", "softmax_k", "check_beta", "BETA_MAX"]
 
 #: Largest inverse temperature: ``beta h`` stays finite in float32 (max 3.4e38)
 #: for indices up to ``|h| ~ 1e8``, far beyond the O(1) indices of the model.
@@ -64,10 +64,12 @@ def softmax_k(T: int) -> int:
     return T * T + T - 2
 
 
-class Softmax(Channel):
-    """Row-wise softmax at inverse temperature ``beta`` (``0 < beta <= BETA_MAX``), noiseless."""
+class SoftmaxMap(Channel):
+    """The forward map of the noiseless softmax channels: ``y = row_softmax(beta h)``, ``0 < beta <= BETA_MAX``.
 
-    name = "softmax"
+    Shared by :class:`Softmax` (symmetric indices) and
+    :class:`aimlib.channels.untied_softmax.UntiedSoftmax` (square ones); each adds its Bayes side.
+    """
 
     def __init__(self, beta: float = 1.0):
         super().__init__(0.0)
@@ -78,6 +80,12 @@ class Softmax(Channel):
 
     def clean(self, h):
         return row_softmax(self.beta * h)
+
+
+class Softmax(SoftmaxMap):
+    """Row-wise softmax at inverse temperature ``beta`` (``0 < beta <= BETA_MAX``), noiseless."""
+
+    name = "softmax"
 
     def linear_k(self, T: int):
         """``k = T^2 + T - 2`` (:func:`softmax_k`): ``F_out = k / V`` at every ``beta``."""

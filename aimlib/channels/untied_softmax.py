@@ -45,8 +45,7 @@ import numpy as np
 
 from .. import _validate as v
 from ..backend import get_array_module, to_common
-from .base import Channel
-from .softmax import check_beta, row_softmax
+from .softmax import SoftmaxMap
 
 __all__ = ["UntiedSoftmax", "output_coefficients", "sector_free_entropy", "sector_fisher", "sector_k",
            "shift_basis", "sector_projector", "channel_matrices", "sector_deltas", "untied_g_out"]
@@ -128,7 +127,7 @@ def untied_g_out(z0, omega, Gamma):
     return ((z0 - omega).reshape(n, T * T) @ G).reshape(n, T, T)
 
 
-class UntiedSoftmax(Channel):
+class UntiedSoftmax(SoftmaxMap):
     """Row-wise softmax at inverse temperature ``beta`` of the ``T^2`` free indices of a square ``S`` (noiseless).
 
     One index matrix per sample (``n_indices = 1``), read by a prior with two
@@ -139,16 +138,6 @@ class UntiedSoftmax(Channel):
 
     name = "untied-softmax"
     square = True
-
-    def __init__(self, beta: float = 1.0):
-        super().__init__(0.0)
-        self.beta = check_beta(beta)
-
-    def _params(self) -> str:
-        return f"beta={self.beta:g}"
-
-    def clean(self, h):
-        return row_softmax(self.beta * h)
 
     # -- Bayes side ------------------------------------------------------------
 

@@ -75,6 +75,10 @@ class Prior:
         """One draw of ``S`` (``(d, d)``, an array of ``xp``) from the int or Generator ``seed``."""
         raise NotImplementedError
 
+    def draw_numbers(self, d: int) -> int:
+        """Float64 numbers :meth:`sample` draws on the host (the memory of one draw): ``d^2`` here."""
+        return d * d
+
     # ------------------------------------------------------------------ the Bayes side
     def _mmse(self, delta: float) -> float:
         """The MMSE at one ``Delta`` inside ``DELTA_RANGE``."""

@@ -164,6 +164,10 @@ class FactorProduct(Prior):
     def mean(self, d: int, xp=np, dtype=np.float64):
         return xp.zeros((d, d), dtype=dtype)
 
+    def draw_numbers(self, d: int) -> int:
+        """``2 d r``: the factors ``Q`` and ``K``."""
+        return 2 * d * teacher_width(d, self.rho)
+
     def sample(self, d: int, seed=None, *, xp=np, dtype=np.float64):
         """``Q K^T/sqrt(r d)``, ``r = round(rho d)``: ``Q`` then ``K`` drawn from ``seed``."""
         rng = v.generator(seed)

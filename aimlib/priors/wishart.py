@@ -64,6 +64,10 @@ class Wishart(Prior):
     def mean(self, d: int, xp=np, dtype=np.float64):
         return math.sqrt(self.rho) * xp.eye(d, dtype=dtype)
 
+    def draw_numbers(self, d: int) -> int:
+        """``d r``: the factor ``W``."""
+        return d * teacher_width(d, self.rho)
+
     def sample(self, d: int, seed=None, *, xp=np, dtype=np.float64):
         r = teacher_width(d, self.rho)
         W = to_device(v.generator(seed).standard_normal((d, r)).astype(dtype), xp)

@@ -24,7 +24,7 @@ from ..channels import make_channel
 from ..errors import ConvergenceError, check_on_max_iter, max_iter_reached
 from ..priors import make_priors
 
-__all__ = ["SEResult", "fixed_point", "components", "prior_side"]
+__all__ = ["SEResult", "fixed_point", "components", "prior_side", "check_joint_law"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,21 @@ def _fisher(ch, q, Q0, T) -> np.ndarray:
     if len(q) == 1:
         return np.array([ch.fisher(q[0], Q0[0], T)])
     return np.asarray(ch.fisher(tuple(q), tuple(Q0), T), dtype=float)
+
+
+def check_joint_law(ch, priors) -> None:
+    """Refuse priors with a non-zero mean for a channel whose output mixes its layers (``joint_output``).
+
+    Such teachers share a known part: ``S_l = E S_l + F_l`` gives every layer the index of
+    ``E S_l`` (for Wishart teachers ``sqrt(rho_l) h(I)``, the same token Gram matrix), so the
+    layers' estimates are correlated, while the channel's ``fisher`` draws them independently
+    (book, chapter "Deep attention").  Centred teachers (:class:`aimlib.priors.Centred`) are exact.
+    """
+    if ch.joint_output and any(p.mean_square() > 0 for p in priors):
+        raise ValueError(f"the {ch.name} state evolution needs teachers of zero mean (centred: "
+                         f"aimlib.priors.Centred, --teachers centred), got {', '.join(map(repr, priors))}: "
+                         "the layers of Wishart teachers share the index of sqrt(rho) I, which its "
+                         "one-overlap-per-layer state evolution does not carry")
 
 
 def components(priors) -> tuple:
@@ -144,6 +159,7 @@ def fixed_point(alpha: float, channel="softmax", *, T: int = 2, rho=0.5, beta: f
     T = v.integer("T", T, minimum=2)
     ch = make_channel(channel, beta=beta, noise=noise)
     priors = make_priors(ch, rho)
+    check_joint_law(ch, priors)
     Q0, V0 = components(priors)
     L = len(Q0)
     damping = v.in_range("damping", damping, 0.0, 0.999)

@@ -20,6 +20,7 @@ from scipy.integrate import quad
 from .. import _validate as v
 from ..channels import make_channel
 from ..priors import make_prior, make_priors
+from .fixed_point import check_joint_law
 
 __all__ = ["prior_free_entropy", "output_free_entropy", "free_entropy", "generalization_error"]
 
@@ -60,7 +61,9 @@ def _one_sector(prior):
 
 def _channel_and_priors(channel, rho, beta, noise):
     ch = make_channel(channel, beta=beta, noise=noise)
-    return ch, tuple(_one_sector(p) for p in make_priors(ch, rho))
+    priors = tuple(_one_sector(p) for p in make_priors(ch, rho))
+    check_joint_law(ch, priors)
+    return ch, priors
 
 
 def output_free_entropy(q, channel="softmax", *, T: int = 2, rho=0.5,

@@ -54,6 +54,7 @@ class Run:
     d: int | None = None
     seed: int | None = None
     tokens: tuple | None = None
+    teachers: str | None = None
     options: tuple = ()
     backend: str | None = None
     key: str = field(init=False, compare=False)
@@ -80,4 +81,6 @@ class Run:
             p["seed"] = self.seed
         if self.tokens is not None:
             p["tokens"] = dict(self.tokens)
+        if self.teachers is not None:
+            p["teachers"] = self.teachers
         return p

@@ -33,6 +33,7 @@ from typing import Any
 
 from .. import __version__, amp, gd, state_evolution as se
 from ..backend import backend_name, module_named
+from ..priors import make_priors
 from .keys import Run, make_run_channel
 from .store import COLUMNS
 
@@ -55,7 +56,9 @@ def _errors(mmse, pred=None) -> dict:
 
 def _se(run: Run, opts: dict) -> dict:
     kw = {"method": opts.pop("solver")} if "solver" in opts else {}
-    res = se.solve(run.alpha, _make_channel(run), T=run.T, rho=run.rho, **kw, **opts)
+    ch = _make_channel(run)
+    priors = make_priors(ch, run.rho if isinstance(run.rho, tuple) else (run.rho,), run.teachers)
+    res = se.solve(run.alpha, ch, T=run.T, rho=priors if len(priors) > 1 else priors[0], **kw, **opts)
     q = None if isinstance(res.q, (tuple, list)) else res.q
     return {**_errors(res.mmse), "q": q, "iterations": res.iterations}
 
@@ -65,7 +68,7 @@ def _amp(run: Run, opts: dict) -> dict:
     # a run that stops at its cap is a row with converged = False, not a failed run
     out = amp.run_amp(_make_channel(run), run.T, run.rho, run.alpha, run.d, run.seed,
                       backend=run.backend, dtype=dtype, on_max_iter="return",
-                      tokens=_tokens(run), **opts)
+                      tokens=_tokens(run), teachers=run.teachers, **opts)
     return {"n": out["n"], **_errors(out["mmse"], out["m"]), "iterations": out["iterations"],
             "converged": out["converged"]}
 
@@ -117,6 +120,8 @@ def _param_columns(run: Run) -> dict:
     opts = dict(run.options)
     if run.tokens is not None:
         opts["tokens"] = dict(run.tokens)
+    if run.teachers is not None:
+        opts["teachers"] = run.teachers
     return {"key": run.key, "method": run.method, "channel": run.channel, "T": run.T,
             "rho": run.rho, "alpha": run.alpha, "alpha_bar": run.alpha_bar, "beta": run.beta,
             "noise": run.noise, "c": run.c, "d": run.d, "seed": run.seed, "restarts": opts.get("restarts"),

@@ -15,6 +15,7 @@ A spec is a small YAML file (or the same mapping in Python, or a
     noise: 0.0                      # label-noise variance (default 0)
     c: 0.5                          # residual strength, deep-hardmax only (required there)
     tokens: gaussian                # token law(s), a name or {name: sparse, p: 0.3}
+    teachers: wishart               # wishart (W W^T/sqrt(r d)) | centred (minus sqrt(rho) I); one value
     backend: null                   # numpy | cupy | null (AIMLIB_BACKEND / numpy)
     options:                        # per-method options (a list makes a grid axis)
       amp: {max_iter: 300, damping: 0.5}
@@ -26,8 +27,11 @@ Every grid field takes a scalar or a list; ``alpha`` and ``alpha_bar`` also
 take a range ``{start: 0.01, stop: 0.2, num: 20, spacing: linear|log}``
 (both ends included).  Exactly one of ``alpha`` and ``alpha_bar`` is given;
 ``alpha_bar`` needs a noiseless softmax or linear channel.  ``rho`` is in
-``aimlib._validate.RHO_RANGE`` (``inf``, the Gaussian prior, for ``se`` with
-the closed-form solver).  For ``deep-hardmax`` (two hardmax layers, ``T = 2``,
+``aimlib._validate.RHO_RANGE`` (``inf``, the Gaussian prior, for ``se``).
+``teachers`` (one value, default ``wishart``) is the family a width names
+(:func:`aimlib.priors.make_priors`); it enters a run's key only when it is
+``centred``, and ``se`` of ``deep-hardmax`` needs it (its layers would otherwise
+share the index of ``sqrt(rho) I``).  For ``deep-hardmax`` (two hardmax layers, ``T = 2``,
 methods ``se`` and ``amp``) a value of ``rho`` is one width for both layers or a
 list ``[rho_1, rho_2]`` (so ``rho: [[0.25, 0.5], 0.5]`` is a grid of two), and
 the result columns ``mmse_layers`` and ``mmse_pred_layers`` hold one error per
@@ -69,7 +73,7 @@ LAYERED = {name: L for name in CHANNELS if (L := make_run_channel(name).n_indice
 MAX_RUNS = 1_000_000
 
 _SPEC_FIELDS = ("name", "description", "method", "channel", "T", "rho", "alpha", "alpha_bar",
-                "d", "seeds", "beta", "noise", "c", "tokens", "backend", "options")
+                "d", "seeds", "beta", "noise", "c", "tokens", "teachers", "backend", "options")
 
 
 def _canon_axis(fieldname, value, check, *args, **kwargs) -> tuple:
@@ -141,6 +145,7 @@ class SweepSpec:
     noise: Any = 0.0
     c: Any = None
     tokens: Any = "gaussian"
+    teachers: Any = "wishart"
     backend: Any = None
     options: Any = field(default_factory=dict)
     name: Any = None
@@ -175,6 +180,7 @@ class SweepSpec:
         laws = [("tokens", self.tokens)] if isinstance(self.tokens, Mapping) else \
             as_list("tokens", self.tokens)
         put("tokens", unique(_token_value(f, x) for f, x in laws))
+        choice("teachers", self.teachers, ("wishart", "centred"))
         self._check_unused(given_beta)
         if self.backend is not None:
             choice("backend", self.backend, ("numpy", "cupy"))
@@ -195,6 +201,8 @@ class SweepSpec:
                                     f"'softmax', got {list(self.channel)}")
                 if any(x != 0 for x in self.noise):
                     fail("noise", f"method {m!r} has no label noise; noise must be 0")
+                if self.teachers != "wishart":
+                    fail("teachers", f"method {m!r} trains W W^T students of wishart teachers only")
         if set(T2_ONLY) & set(self.channel) and any(t != 2 for t in self.T):
             fail("T", "the hardmax channels' Bayes side needs T = 2")
         self._check_layers()
@@ -346,7 +354,7 @@ def expand(spec) -> list[Run]:
                     alphas = unique(canon_float(ab / k) for ab in spec.alpha_bar)
                 for a in alphas:
                     r = Run(method=m, channel=ch, T=T, rho=rho, alpha=a, beta=beta, noise=noise,
-                            c=c, d=d, seed=seed, tokens=law, options=opt,
-                            backend=spec.backend)
+                            c=c, d=d, seed=seed, tokens=law, options=opt, backend=spec.backend,
+                            teachers=None if spec.teachers == "wishart" else spec.teachers)
                     runs.setdefault(r.key, r)
     return list(runs.values())

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..channels.deep_hardmax import STORED_RESIDUALS
+from ..priors import Centred
 from .base import (ALPHA_BOUNDS, RHO_BOUNDS, W, Panel, deep_curve_cached, dropdown, error_axes, figure, log_slider,
                    number, parse_range, range_text, round_sig, se_curve_cached)
 
@@ -19,7 +20,7 @@ class _DeepPanel(Panel):
 
     def _compute(self, p):
         alphas, e1, e2 = deep_curve_cached(p["c"], p["rho1"], p["rho2"], p["lo"], p["hi"], N_POINTS)
-        _, one = se_curve_cached("hardmax", 2, p["rho2"], p["lo"], p["hi"], "log", N_POINTS)
+        _, one = se_curve_cached("hardmax", 2, Centred(p["rho2"]), p["lo"], p["hi"], "log", N_POINTS)
         return {"params": p, "alpha": alphas, "mmse_1": e1, "mmse_2": e2, "one_layer": one}
 
     def _plot(self, data):
@@ -37,14 +38,14 @@ class _DeepPanel(Panel):
 
 
 def deep_panel(c: float = 0.5, rho1: float = 0.5, rho2: float = 0.5, alpha_range: str = "0.05, 3") -> Panel:
-    """Two hardmax attention layers (``T = 2``): each layer's SE error against ``alpha``.
+    """Two hardmax attention layers (``T = 2``, centred teachers): each layer's SE error against ``alpha``.
 
     Controls: ``c`` (residual strength, the values whose output functions are
     stored, ``deep_hardmax.STORED_RESIDUALS``), ``rho1``, ``rho2`` (log
     sliders) and ``alpha_range`` (text).  ``panel.last_data``: ``params``,
     ``alpha``, ``mmse_1``, ``mmse_2`` (from :func:`aimlib.state_evolution.curve`
     with :class:`aimlib.channels.DeepAttention`) and ``one_layer`` (one hardmax
-    layer at ``rho2``, for comparison).
+    layer at ``rho2``, for comparison), all for centred teachers (:class:`aimlib.priors.Centred`).
     """
     controls = {
         "c": dropdown(STORED_RESIDUALS, c, "c"),
