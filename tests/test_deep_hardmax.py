@@ -207,7 +207,11 @@ def test_the_forward_map_of_hardmax_layers_uses_the_one_layer_channel():
 
 def test_limit_thresholds_are_where_each_layer_leaves_one():
     onset = dh.limit_thresholds(0.5, tol=1e-7)
-    assert onset[1] == pytest.approx(1 / dh.fisher_scaled(0.5, 0.0, 0.0)[1], rel=1e-12)
+    # the exact onset: at lambda = 0 the estimates vanish and G_2(0, 0) is a finite sum (1.16864 at c = 0.5);
+    # the interpolant's 1/G_2(0, 0) is 1.1695, within its documented 0.1 %
+    exact = 1 / dh.fisher_scaled_direct(DeepAttention(c=0.5), 0.0, 0.0)[1]
+    assert onset[1] == pytest.approx(exact, rel=1e-12) and exact == pytest.approx(1.16864, abs=1e-5)
+    assert exact == pytest.approx(1 / dh.fisher_scaled(0.5, 0.0, 0.0)[1], rel=1e-3)
     assert onset[0] > onset[1]          # the second layer is learned first
     for layer in range(2):
         assert dh.limit_error(onset[layer] * 0.999, 0.5)[layer] == pytest.approx(1.0, abs=1e-9)

@@ -5,13 +5,16 @@ The attention indices are linear measurements of the key-query matrix ``S``,
 observed through a channel ``y = f(h)``.  GAMP-RIE (book chapter "GAMP-RIE")
 alternates a channel step, which turns the outputs into an effective Gaussian
 observation ``R = S + sqrt(Delta) W`` of the whole matrix (``W`` a GOE matrix),
-and a prior step, the rotationally invariant estimator (RIE) of ``S`` from ``R``;
-``1/Delta`` is the empirical version of the state-evolution conjugate
-``qhat = alpha F_out``.  A channel that reads ``L`` index matrices gets one
-denoiser per matrix.
+and a prior step, the prior's denoiser of ``S`` from ``R`` (:mod:`aimlib.priors`:
+the rotationally invariant estimator, RIE, for the Wishart prior); ``1/Delta`` is
+the empirical version of the state-evolution conjugate ``qhat = alpha F_out``.
+A channel that reads ``L`` index matrices gets one denoiser per matrix; a square
+(untied) ``S`` is seen in two sectors with one noise each.
 
-Modules: :mod:`~.steps` (the channel and prior steps), :mod:`~.gamp` (the loop
-:func:`gamp_rie`), :mod:`~.run` (sampling and running, the cost model).
+Modules: :mod:`~.steps` (the channel step of symmetric priors, the prior step),
+:mod:`~.square_step` (the channel step of square priors), :mod:`~.loop` (the
+iteration and its stopping rules), :mod:`~.gamp` (:func:`gamp_rie`: inputs, final
+check, result), :mod:`~.run` (sampling and running, the cost model).
 """
 from .gamp import AMPResult, gamp_rie
 from .run import flops_per_iteration, memory_footprint, run_amp

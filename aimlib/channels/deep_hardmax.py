@@ -354,12 +354,14 @@ def limit_thresholds(c: float, *, tol: float = 1e-6, alpha_bar_max: float = 100.
     r"""``(alpha_bar_1, alpha_bar_2)``: where each layer's error leaves 1 in the ``rho -> 0`` limit.
 
     ``E = (1, 1)`` loses stability in layer ``l`` at ``1/G_l(0, 0)``; the smaller of the
-    two is the weak-recovery threshold of that layer.  The other layer's onset is
+    two is the weak-recovery threshold of that layer.  ``G_l(0, 0)`` is exact (at
+    ``lambda = 0`` the estimates vanish and :func:`fisher_scaled_direct` is a finite sum
+    over the outputs and patterns, not the interpolant).  The other layer's onset is
     found by bisection on :func:`limit_error` (the smallest ``alpha_bar`` with
-    ``E_l < 1 - 1e-9``), to ``tol`` in ``alpha_bar``.
+    ``E_l < 1 - 1e-9``, through the interpolant), to ``tol`` in ``alpha_bar``.
     """
     tol = v.positive("tol", tol)
-    linear = 1.0 / fisher_scaled(c, 0.0, 0.0)
+    linear = 1.0 / fisher_scaled_direct(DeepAttention(c=c), 0.0, 0.0)
     first = int(np.argmin(linear))
     lo, hi = linear[first], v.positive("alpha_bar_max", alpha_bar_max)
     if limit_error(hi, c)[1 - first] > 1 - 1e-9:
