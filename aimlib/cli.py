@@ -9,7 +9,8 @@ Commands
 
 ``threshold``
     The perfect-recovery ``alpha_PR`` of the softmax/linear channels, the hardmax
-    weak-recovery threshold in ``alpha/rho`` (``--rho 0``), or with ``--estimator
+    weak-recovery threshold in ``alpha/rho`` (``--rho 0``), the ``rho -> 0`` onsets of
+    the deep-hardmax layers (rows ``layer,alpha_bar``), or with ``--estimator
     min-trace`` that of minimum-trace recovery (:mod:`aimlib.convex`)::
 
         python -m aimlib threshold --channel softmax --T 2 --rho 0.5
@@ -55,7 +56,6 @@ A new command is an entry of :data:`COMMANDS` (:func:`register_command`); channe
 from __future__ import annotations
 
 import argparse
-import math
 import signal
 import sys
 import threading
@@ -67,10 +67,11 @@ import numpy as np
 
 from . import _validate, amp, gd, state_evolution as se, sweep
 from ._optional import MissingDependency
-from .channels import hardmax, make_channel
+from .channels import deep_hardmax, hardmax, make_channel
 from .channels.registry import CHANNELS
 from .cli_checks import (RANGES, Once, Parser, check_channel, check_gd, check_numbers, check_samples,
                          token_law_type)
+from .cli_output import columns, fmt, print_row, print_table, values
 from .convex import min_trace_threshold
 from .errors import ConvergenceError
 from .priors import make_priors
@@ -102,7 +103,7 @@ def _add_channel(p):
 def _add_rho(p):
     p.add_argument("--rho", type=RANGES["rho"], nargs="+", default=[0.5], action=_Once,
                    help="width ratio rho = r/d in [1e-4, 1e4], one per layer (default: 0.5)")
-    p.add_argument("--teachers", choices=["wishart", "centred"], default="wishart",
+    p.add_argument("--teachers", choices=["wishart", "centred"], default="wishart", action=_Once,
                    help="teachers: wishart S = W W^T/sqrt(r d) (default) or centred S - sqrt(rho) I; "
                         "the deep-hardmax state evolution is exact for centred teachers and refuses "
                         "wishart ones (their layers share the index of sqrt(rho) I)")
@@ -137,15 +138,6 @@ def _priors(args, ch):
     return priors[0] if len(priors) == 1 else priors
 
 
-def _columns(name: str, L: int) -> list[str]:
-    """``name`` for one layer, ``name_1, ..., name_L`` for several."""
-    return [name] if L == 1 else [f"{name}_{ell + 1}" for ell in range(L)]
-
-
-def _values(x) -> list:
-    return [x] if not isinstance(x, (tuple, list, np.ndarray)) else list(x)
-
-
 def _se_arguments(p):
     _add_common(p)
     p.add_argument("--alpha", type=RANGES["alpha_se"], nargs="+", required=True, action=_Once,
@@ -154,17 +146,22 @@ def _se_arguments(p):
                    help="closed form (noiseless softmax/linear) or SE iteration (default: auto)")
 
 
-def _fmt(x: float) -> str:
-    return repr(float(x)) if math.isfinite(x) else str(float(x))
-
-
 def _se_run(args) -> int:
     ch = _channel(args)
     res = se.curve(args.alpha, ch, T=args.T, rho=_priors(args, ch), method=args.method)
-    lines = [",".join(["alpha"] + _columns("mmse", ch.n_indices) + _columns("q", ch.n_indices))]
-    lines += [",".join(_fmt(x) for x in [a, *_values(m), *_values(q)])
-              for a, m, q in zip(res.alpha, res.mmse, res.q)]
-    print("\n".join(lines))
+    print_table(["alpha"] + columns("mmse", ch.n_indices) + columns("q", ch.n_indices),
+                [[a, *values(m), *values(q)] for a, m, q in zip(res.alpha, res.mmse, res.q)])
+    return 0
+
+
+def _deep_onsets(args) -> int:
+    """Rows ``layer,alpha_bar``: where each layer's error leaves 1 as ``rho -> 0`` at ``alpha_bar = alpha/rho``
+    (:func:`aimlib.channels.deep_hardmax.limit_thresholds`; the same for both teacher families)."""
+    check_channel(args, "threshold")
+    ch = make_channel("deep-hardmax", c=args.c)
+    if args.layers is not None and args.layers != ch.n_indices:
+        raise UsageError(f"--layers must be {ch.n_indices} for --channel deep-hardmax, got {args.layers}")
+    print_table(["layer", "alpha_bar"], [[ell + 1, a] for ell, a in enumerate(deep_hardmax.limit_thresholds(ch.c))])
     return 0
 
 
@@ -176,7 +173,10 @@ def _threshold_arguments(p):
 
 
 def _threshold_run(args) -> int:
-    """Perfect recovery (noiseless softmax/linear), or the hardmax weak recovery at ``rho -> 0``."""
+    """Perfect recovery (noiseless softmax/linear), the hardmax weak recovery at ``rho -> 0``, or
+    the ``rho -> 0`` onsets of the two deep-hardmax layers (:func:`_deep_onsets`)."""
+    if args.channel == "deep-hardmax":
+        return _deep_onsets(args)
     ch = _channel(args)
     if args.estimator == "min-trace":
         if args.teachers != "wishart":
@@ -184,32 +184,21 @@ def _threshold_run(args) -> int:
         if args.channel != "softmax" or ch.linear_k(args.T) is None:
             raise UsageError(f"--estimator min-trace needs the noiseless softmax channel, got "
                              f"--channel {args.channel}{' with --noise' if getattr(ch, 'noise', 0) else ''}")
-        print(_fmt(min_trace_threshold(_rho(args, ch), args.T)))
+        print(fmt(min_trace_threshold(_rho(args, ch), args.T)))
         return 0
     if args.channel != "hardmax":
-        print(_fmt(se.perfect_recovery_threshold(_priors(args, ch), args.T, ch)))
+        print(fmt(se.perfect_recovery_threshold(_priors(args, ch), args.T, ch)))
         return 0
     if args.rho != [0] or args.T != 2 or ch.noise != 0:
         raise UsageError("--channel hardmax has no perfect-recovery threshold; its weak-recovery "
                          "threshold (in alpha_bar = alpha/rho) is defined for --rho 0, --T 2, no --noise")
-    print(_fmt(hardmax.weak_recovery_threshold()))
+    print(fmt(hardmax.weak_recovery_threshold()))
     return 0
 
 
 # ---------------------------------------------------------------------------
 # amp and gd: one finite-d run each, as one CSV row
 # ---------------------------------------------------------------------------
-
-def _print_row(columns: list[str], row: dict) -> None:
-    """The header and one CSV row; a per-layer value (a tuple) fills the columns ``name_1 ... name_L``."""
-    header, values = [], []
-    for c in columns:
-        vals = _values(row[c])
-        header += _columns(c, len(vals))
-        values += [str(x) if not isinstance(x, float) else _fmt(x) for x in vals]
-    print(",".join(header))
-    print(",".join(values))
-
 
 def _run_arguments(p):
     p.add_argument("--T", type=RANGES["T"], default=2, action=_Once, help="sequence length T (default: 2)")
@@ -245,7 +234,7 @@ def _amp_run(args) -> int:
                       dtype=args.dtype, tokens=args.tokens, teachers=args.teachers, max_iter=args.max_iter,
                       on_max_iter=args.on_max_iter, **given)
     flagged = ["converged"] if args.on_max_iter != "raise" else []   # rows that may stop unconverged
-    _print_row(["alpha", "d", "seed", "mmse", "iterations", "seconds"] + flagged,
+    print_row(["alpha", "d", "seed", "mmse", "iterations", "seconds"] + flagged,
                dict(row, converged=int(row["converged"])))
     return 0
 
@@ -278,7 +267,7 @@ def _gd_run(args) -> int:
                     backend=args.backend, dtype=args.dtype, beta=args.beta, steps=args.steps,
                     student=args.student, weight_decay=args.weight_decay, tokens=args.tokens,
                     on_max_iter=args.on_max_iter, **({} if args.rank is None else {"rank": args.rank}))
-    _print_row(["alpha", "d", "seed", "restarts", "mmse_single", "mmse_averaged", "seconds"], row)
+    print_row(["alpha", "d", "seed", "restarts", "mmse_single", "mmse_averaged", "seconds"], row)
     return 0
 
 

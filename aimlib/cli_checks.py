@@ -183,8 +183,13 @@ def check_channel(args, command: str) -> None:
                          f"is tabulated for errors >= (1 + rho)/1001), got {' '.join(_g(r) for r in rho)}")
     if command == "threshold":
         if ch == "deep-hardmax":
-            raise ValueError("--channel deep-hardmax has no threshold here; threshold takes --channel "
-                             "softmax, linear or hardmax (use se to follow its error in --alpha)")
+            bad = [o for o, given in (("--rho", getattr(args, "_given_rho", False)), ("--T", args.T != 2),
+                                      ("--teachers", getattr(args, "_given_teachers", False))) if given]
+            if bad:
+                raise ValueError(f"{bad[0]}: threshold --channel deep-hardmax prints each layer's rho -> 0 onset "
+                                 "in alpha_bar = alpha/rho (T = 2, the same for both teacher families); it takes "
+                                 "no --rho, --T or --teachers")
+            return
         if ch != "hardmax" and args.noise:
             raise ValueError(f"--noise {_g(args.noise)}: there is no perfect recovery with label noise; "
                              "threshold needs --noise 0 (or no --noise)")

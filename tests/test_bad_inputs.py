@@ -213,7 +213,7 @@ _INTERNAL = re.compile(r"\b(q must|Q0|delta must|omega|y must|memory_mb|lr|max_i
     (["amp", "--channel", "hardmax", "--T", "3", "--alpha", "0.1", "--d", "20"], ["--T", "T = 2 only"]),
     (["se", "--channel", "hardmax", "--noise", "0.1", "--alpha", "0.1"], ["--noise", "no Bayes side"]),
     (["threshold", "--channel", "linear", "--noise", "0.1"], ["--noise", "needs --noise 0"]),
-    (["threshold", "--channel", "deep-hardmax", "--rho", "0.5", "0.5"], ["--channel deep-hardmax", "use se"]),
+    (["threshold", "--channel", "deep-hardmax", "--rho", "0.5", "0.5"], ["--rho", "rho -> 0 onset", "no --rho"]),
     (["amp", "--beta", "1e4", "--alpha", "0.1", "--d", "20"], ["beta = 10000", "lower beta or rho"]),
     (["amp", "--T", "1000000000", "--alpha", "0.1", "--d", "10"], ["T = 1000000000", "T must be in [2, "]),
     (["gd", "--rank", "1000000000", "--alpha", "0.1", "--d", "12"], ["rank = 1000000000", "rank must be in [1, "]),

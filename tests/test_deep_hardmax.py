@@ -264,3 +264,13 @@ def test_centred_data_sets_are_the_wishart_ones_shifted():
     shift = np.sqrt([0.5, 0.3])[:, None, None] * np.eye(20)
     assert np.allclose(to_host(c.S) + shift, to_host(w.S)) and np.array_equal(to_host(c.X), to_host(w.X))
     assert c.priors == (Centred(0.5), Centred(0.3)) and c.rho == (0.5, 0.3)
+
+
+def test_the_cli_prints_the_onsets_of_both_layers(capsys):
+    assert cli.main(["threshold", "--channel", "deep-hardmax", "--layers", "2", "--c", "0.5"]) == 0
+    header, *rows = capsys.readouterr().out.strip().splitlines()
+    assert header == "layer,alpha_bar"
+    onset = dh.limit_thresholds(0.5)
+    assert [[float(x) for x in r.split(",")] for r in rows] == [[1, onset[0]], [2, onset[1]]]
+    for argv in (["--layers", "3"], ["--T", "3"], ["--teachers", "centred"], ["--rho", "0.5", "0.5"]):
+        assert cli.main(["threshold", "--channel", "deep-hardmax", "--c", "0.5", *argv]) == 2
