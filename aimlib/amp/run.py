@@ -89,8 +89,7 @@ def run_amp(channel, T: int, rho, alpha: float, d: int, seed=None, *,
     module_named(backend)  # validates the backend name early
     data = sample_dataset(alpha, d, T, rho, channel, v.run_streams(seed).data, backend=backend, dtype=dt,
                           tokens=tokens, teachers=teachers)
-    res = gamp_rie(data.X, data.y, channel, data.priors if len(data.priors) > 1 else data.priors[0], S=data.S,
-                   dtype=dt, **options)
+    res = gamp_rie(data.X, data.y, channel, data.priors, S=data.S, dtype=dt, **options)
     out = {"alpha": float(alpha), "d": d, "seed": v.seed_label(seed), "mmse": res.mmse,
            "iterations": res.iterations, "seconds": res.seconds, "T": T, "rho": data.rho,
            "n": int(data.n), "channel": repr(channel), "converged": res.converged,

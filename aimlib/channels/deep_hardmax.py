@@ -188,8 +188,7 @@ class DeepAttention(Channel):
         (M, se) : two (2, 2) arrays, the moments and their standard errors.
         """
         rng = v.generator(seed)
-        _, Q0, _, V = self._fisher_args(q, Q0, 2)
-        q = tuple(a - b for a, b in zip(Q0, V))
+        q, Q0, _, V = self._fisher_args(q, Q0, 2)
         s = tuple(v.in_range(f"shared[{i}]", x, 0.0, q[i]) for i, x in enumerate(np.broadcast_to(shared, (2,))))
         n = v.integer("n", n, minimum=100)
         z0 = sample_indices(n, 2, 1.0, rng)

@@ -14,8 +14,9 @@ import math
 
 import numpy as np
 
-from ..backend import to_device
 from .. import _validate as v
+from ..backend import to_device
+from ..rmt.spectrum import sample_goe
 from .base import Prior
 
 __all__ = ["Gaussian", "matrix_parts", "part_dimensions"]
@@ -56,9 +57,9 @@ class Gaussian(Prior):
         return xp.zeros((d, d), dtype=dtype)
 
     def sample(self, d: int, seed=None, *, xp=np, dtype=np.float64):
-        G = v.generator(seed).standard_normal((d, d)) / math.sqrt(d)
-        S = (G + G.T) / math.sqrt(2) if self.symmetric else G
-        return to_device(S.astype(dtype), xp)
+        if self.symmetric:
+            return to_device(sample_goe(d, seed, dtype=dtype), xp)
+        return to_device((v.generator(seed).standard_normal((d, d)) / math.sqrt(d)).astype(dtype), xp)
 
     def _mmse(self, delta: float) -> float:
         return delta / (1.0 + delta)

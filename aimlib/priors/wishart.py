@@ -16,17 +16,11 @@ import numpy as np
 
 from .. import _validate as v
 from .. import rmt
-from ..backend import get_array_module, to_device
+from ..backend import get_array_module
+from ..rmt.spectrum import sample_wishart, teacher_width
 from .base import Prior, aitken_slope
 
 __all__ = ["Wishart", "Centred", "teacher_width", "clear_caches"]
-
-
-def teacher_width(d: int, rho: float) -> int:
-    """The integer width ``r = round(rho d)`` (at least 1) of a teacher of ratio ``rho``."""
-    d = v.integer("d", d, minimum=1)
-    rho = v.rho(rho)
-    return max(1, int(round(rho * d)))
 
 
 @lru_cache(maxsize=64)
@@ -69,10 +63,7 @@ class Wishart(Prior):
         return d * teacher_width(d, self.rho)
 
     def sample(self, d: int, seed=None, *, xp=np, dtype=np.float64):
-        r = teacher_width(d, self.rho)
-        W = to_device(v.generator(seed).standard_normal((d, r)).astype(dtype), xp)
-        S = W @ W.T / np.sqrt(r * d)
-        return (S + S.T) / 2
+        return sample_wishart(d, self.rho, seed, xp=xp, dtype=dtype)
 
     def _mmse(self, delta: float) -> float:
         return float(rmt.mmse(delta, self.rho))

@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from .. import _validate as v
-from ..backend import to_host
+from ..backend import to_device, to_host
 from ._arcs import edges_full, quadrature
 from ._checks import check_delta, real_points
 
@@ -334,16 +334,22 @@ def sample_goe(d, seed=None, *, dtype=np.float64):
     return ((G + G.T) / np.sqrt(2.0 * d)).astype(dtype)
 
 
-def sample_wishart(d, rho, seed=None, *, dtype=np.float64):
-    r"""The prior's matrix ``S = W W^T/sqrt(r d)``, ``W`` of shape ``(d, r)`` i.i.d. ``N(0, 1)``, ``r = round(rho d)``.
-
-    The law of :func:`aimlib.model.sample_teacher` (the same draw from the same
-    ``seed``), drawn on the host (NumPy); ``r`` is at least 1.
-    """
+def teacher_width(d: int, rho: float) -> int:
+    """The integer width ``r = round(rho d)`` (at least 1) of a matrix ``W W^T/sqrt(r d)`` of ratio ``rho``."""
     d = v.integer("d", d, minimum=1)
     rho = v.rho(rho)
-    r = max(1, int(round(rho * d)))
-    W = v.generator(seed).standard_normal((d, r)).astype(dtype)
+    return max(1, int(round(rho * d)))
+
+
+def sample_wishart(d, rho, seed=None, *, xp=np, dtype=np.float64):
+    r"""The prior's matrix ``S = W W^T/sqrt(r d)``, ``W`` of shape ``(d, r)`` i.i.d. ``N(0, 1)``, ``r = round(rho d)``.
+
+    ``W`` is drawn on the host from ``seed`` (the same draw on every backend), cast to
+    ``dtype`` and moved to the array module ``xp``, where the product is formed;
+    symmetrised so that ``S = S^T`` exactly.  :class:`aimlib.priors.Wishart` samples with it.
+    """
+    r = teacher_width(d, rho)
+    W = to_device(v.generator(seed).standard_normal((d, r)).astype(dtype), xp)
     S = W @ W.T / np.sqrt(r * d)
     return (S + S.T) / 2
 

@@ -97,7 +97,7 @@ def free_entropy(q, qhat, alpha: float, channel="softmax", *, T: int = 2, rho=0.
         qhat_l = v.nonnegative("qhat", float(qhat_l))
         total += -q_l * qhat_l / 4.0 + prior_free_entropy(qhat_l, prior)
     q_arg = float(qs[0]) if len(priors) == 1 else tuple(float(x) for x in qs)
-    return total + alpha * output_free_entropy(q_arg, ch, T=T, rho=priors if len(priors) > 1 else priors[0])
+    return total + alpha * output_free_entropy(q_arg, ch, T=T, rho=priors)
 
 
 def generalization_error(q: float, Q0: float, T: int, channel="softmax", *, beta: float | None = None,

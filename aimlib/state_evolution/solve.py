@@ -83,8 +83,7 @@ def solve(alpha: float, channel="softmax", *, T: int = 2, rho=0.5, beta: float |
     T, priors, ch, meth, k = _setup(T, rho, channel, beta, noise, method)
     tol = v.positive("tol", tol)
     if meth == "iterate":
-        return fixed_point(alpha, ch, T=T, rho=priors if len(priors) > 1 else priors[0], tol=max(tol, 1e-13),
-                           **iterate_kw)
+        return fixed_point(alpha, ch, T=T, rho=priors, tol=max(tol, 1e-13), **iterate_kw)
     if iterate_kw:
         raise TypeError(f"unexpected arguments for method='closed': {sorted(iterate_kw)}")
     prior = priors[0]
@@ -128,8 +127,7 @@ def curve(alphas, channel="softmax", *, T: int = 2, rho=0.5, beta: float | None 
         ``evaluations`` (prior-MMSE calls of the closed form).
     """
     a = _alphas(alphas)
-    T, priors, ch, meth, _ = _setup(T, rho, channel, beta, noise, method)
-    rho = priors if len(priors) > 1 else priors[0]
+    T, rho, ch, meth, _ = _setup(T, rho, channel, beta, noise, method)
     results, hist, evaluations = [None] * a.size, [], 0
     init = iterate_kw.pop("init", None)
     for i in np.argsort(a, kind="stable"):

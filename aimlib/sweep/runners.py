@@ -57,8 +57,7 @@ def _errors(mmse, pred=None) -> dict:
 def _se(run: Run, opts: dict) -> dict:
     kw = {"method": opts.pop("solver")} if "solver" in opts else {}
     ch = _make_channel(run)
-    priors = make_priors(ch, run.rho if isinstance(run.rho, tuple) else (run.rho,), run.teachers)
-    res = se.solve(run.alpha, ch, T=run.T, rho=priors if len(priors) > 1 else priors[0], **kw, **opts)
+    res = se.solve(run.alpha, ch, T=run.T, rho=make_priors(ch, run.rho, run.teachers), **kw, **opts)
     q = None if isinstance(res.q, (tuple, list)) else res.q
     return {**_errors(res.mmse), "q": q, "iterations": res.iterations}
 
