@@ -105,8 +105,10 @@ def _add_rho(p):
                    help="width ratio rho = r/d in [1e-4, 1e4], one per layer (default: 0.5)")
     p.add_argument("--teachers", choices=["wishart", "centred"], default="wishart", action=_Once,
                    help="teachers: wishart S = W W^T/sqrt(r d) (default) or centred S - sqrt(rho) I; "
-                        "the deep-hardmax state evolution is exact for centred teachers and refuses "
-                        "wishart ones (their layers share the index of sqrt(rho) I)")
+                        "the deep-hardmax state evolution is exact for centred teachers; for wishart ones "
+                        "(their layers share the index of sqrt(rho) I) se prints the error of GAMP-RIE "
+                        "with one denoiser per layer (mmse_l, an upper bound on the Bayes error) and of "
+                        "the oracle given the other layer (oracle_l, a lower bound)")
 
 
 def _add_common(p):
@@ -147,10 +149,18 @@ def _se_arguments(p):
 
 
 def _se_run(args) -> int:
+    """CSV ``alpha,mmse,q`` (one column per layer); for layers that share a known part the ``mmse``
+    columns are GAMP-RIE's (an upper bound) and ``oracle_l`` columns give the lower bound."""
     ch = _channel(args)
-    res = se.curve(args.alpha, ch, T=args.T, rho=_priors(args, ch), method=args.method)
-    print_table(["alpha"] + columns("mmse", ch.n_indices) + columns("q", ch.n_indices),
-                [[a, *values(m), *values(q)] for a, m, q in zip(res.alpha, res.mmse, res.q)])
+    priors = _priors(args, ch)
+    res = se.curve(args.alpha, ch, T=args.T, rho=priors, method=args.method)
+    head = ["alpha"] + columns("mmse", ch.n_indices) + columns("q", ch.n_indices)
+    rows = [[a, *values(m), *values(q)] for a, m, q in zip(res.alpha, res.mmse, res.q)]
+    if res.prediction == "separable-gamp":
+        head += columns("oracle", ch.n_indices)
+        rows = [row + [se.oracle_fixed_point(float(a), ch, ell, T=args.T, rho=priors).mmse
+                       for ell in range(1, ch.n_indices + 1)] for a, row in zip(res.alpha, rows)]
+    print_table(head, rows)
     return 0
 
 

@@ -8,10 +8,19 @@ estimate ``S_l`` and predicted error ``m_l``:
     V_{l,ab} &= \Sigma_{ab} m_l, \qquad
     \omega^\mu_l = h^\mu(S_l) - V_l \odot g^\mu_{l,\rm prev}, \qquad
     g^\mu = g_{\rm out}(y^\mu, \omega^\mu, m), \\
-    \Delta_l &= d^2 \Big/ \Big(2 \sum_\mu \sum_{a\le b} \Sigma_{ab} (g^\mu_{l,ab})^2\Big), \\
-    R_l &= S_l + \frac{2\Delta_l}{d} \frac{1}{\sqrt d}
-         \Big[\sum_\mu X_\mu^\top G^\mu_l X_\mu - \Big(\sum_\mu \sum_a g^\mu_{l,aa}\Big) I_d\Big],
+    A_{ll'} &= \frac{2}{d^2} \sum_\mu \sum_{a\le b} \Sigma_{ab}\, g^\mu_{l,ab} g^\mu_{l',ab}, \qquad
+    B_l = \frac{2}{d}\frac{1}{\sqrt d}
+         \Big[\sum_\mu X_\mu^\top G^\mu_l X_\mu - \Big(\sum_\mu \sum_a g^\mu_{l,aa}\Big) I_d\Big], \\
+    R_l &= S_l + \sum_{l'} (A^{-1})_{ll'} B_{l'}, \qquad \Delta_l = (A^{-1})_{ll},
     \qquad G_{aa} = g_{aa},\; G_{ab} = g_{ab}/2 .
+
+``B = A (S - S_hat) + A^{1/2} xi`` (the Nishimori identity ``-E[dg_l/domega_l'] = E[g_l g_l']``),
+so ``R_l`` is the teacher ``S_l`` seen through Gaussian noise of variance ``Delta_l``.  One
+layer: ``Delta = 1/A``.  Layers whose outputs are correlated (a cross term ``A_12 != 0``,
+book chapter "Deep attention") need the full matrix ``A``; with its diagonal alone ``R_1``
+would carry the other layer's error ``(A_12/A_11)(S_2 - S_hat_2)``.  A channel whose output
+factorises over its indices (``joint_output`` false: heads side by side) has ``dg_l/domega_l' = 0``
+for ``l != l'`` on every sample, and keeps the diagonal.
 
 Prior step: ``(S_l, m_l) <- prior_l.denoise(R_l, Delta_l)`` (:mod:`aimlib.priors`: for the Wishart
 prior the RIE of ``R_l`` and ``m_l = mmse_S(Delta_l; rho_l)``).
@@ -27,6 +36,7 @@ import math
 import numpy as np
 
 from .. import _validate as v
+from ..backend import to_host
 from ..channels import sigma2
 from ..errors import ConvergenceError
 from ..model import indices_from_factors
@@ -84,7 +94,7 @@ def channel_step(p, S_hat, V, V_ons, g_prev, g_new, t):
     w_pairs = xp.full((T, T), 0.5, dtype=dt) + 1.5 * xp.eye(T, dtype=dt)   # sum_{a<=b} Sigma g^2
     g_half = xp.full((T, T), 0.5, dtype=dt) + 0.5 * xp.eye(T, dtype=dt)    # G from g
     B = [xp.zeros((d, d), dtype=dt) for _ in range(L)]
-    sum_w, sum_tr = np.zeros(L), np.zeros(L)
+    sum_w, sum_tr = np.zeros((L, L)), np.zeros(L)
     for s in range(0, p.n, p.chunk_size):
         Xc = X[s:s + p.chunk_size]
         c = Xc.shape[0]
@@ -94,23 +104,31 @@ def channel_step(p, S_hat, V, V_ons, g_prev, g_new, t):
         if p.damp_g and t > 1:
             g = (1.0 - p.damping) * g + p.damping * g_prev[s:s + c]
         g_new[s:s + c] = g
+        sum_w += to_host(xp.einsum("nlab,nmab,ab->lm", g, g, w_pairs))
         for ell in range(L):
             gl = g[:, ell]
-            sum_w[ell] += float(xp.sum(w_pairs * gl * gl))
             sum_tr[ell] += float(xp.sum(xp.diagonal(gl, axis1=1, axis2=2)))
             B[ell] += Xc.reshape(c * T, d).T @ ((gl * g_half) @ Xc).reshape(c * T, d)
+    if not p.channel.joint_output:      # factorised outputs: dg_l/domega_l' = 0 exactly for l != l'
+        sum_w = np.diag(np.diag(sum_w))
+    return _effective_observations(S_hat, B, sum_w, sum_tr, d, xp, dt)
+
+
+def _effective_observations(S_hat, B, sum_w, sum_tr, d, xp, dt):
+    """``(Delta, R, None)`` from the sums of one channel step: ``R = S_hat + A^{-1} B`` (module docstring)."""
     if not (np.all(np.isfinite(sum_w)) and np.all(np.isfinite(sum_tr))):
         raise ConvergenceError("g_out returned non-finite values")
-    if np.any(sum_w <= 0.0):
+    if np.any(np.diag(sum_w) <= 0.0):
         raise ConvergenceError("all g_out values of a layer vanish, so its effective noise Delta is infinite")
-    delta = d * d / (2.0 * sum_w)
+    A_inv = np.linalg.inv(2.0 * sum_w / (d * d))
+    centred = [Bl - tr * xp.eye(d, dtype=dt) for Bl, tr in zip(B, sum_tr)]
     R = []
-    for ell in range(L):
-        Rl = S_hat[ell] + (2.0 * delta[ell] / d) * (B[ell] - sum_tr[ell] * xp.eye(d, dtype=dt)) / math.sqrt(d)
+    for ell in range(len(S_hat)):
+        Rl = S_hat[ell] + sum((2.0 * float(A_inv[ell, k]) / d) * Ck / math.sqrt(d) for k, Ck in enumerate(centred))
         R.append((Rl + Rl.T) / 2)
         if not bool(xp.all(xp.isfinite(R[-1]))):
             raise ConvergenceError("the effective observation R is not finite")
-    return [(float(x),) for x in delta], R, None
+    return [(float(x),) for x in np.diag(A_inv)], R, None
 
 
 def prior_step(p, R, delta, noise=None):

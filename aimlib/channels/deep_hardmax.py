@@ -7,60 +7,28 @@ mixed tokens, whose trace-subtracted indices are ``A h^(2) A^T`` in terms of the
 indices ``h^(2)`` of the *original* tokens; the output is ``y = sigma(A h^(2) A^T)``.
 So the channel reads ``L = 2`` index matrices per sample.
 
-Bayes side (two hardmax layers, ``T = 2``).  The latent layer-1 pattern ``P`` is
-fixed by the signs ``s_i = sign(h1_ii - h1_12)``; given ``P``, the output signs
-``t_i = sign(u_i)`` are signs of the linear functions ``u_1 = a_1^T h2 (a_1 - a_2)``,
-``u_2 = a_2^T h2 (a_2 - a_1)`` of ``h^(2)`` (``a_i`` the rows of ``A``).  With
-``h_l ~ N(omega_l, V_l Sigma)``:
-
-.. math::  Z_{\rm out} = \sum_{P} \Phi_2\big(\kappa(s_P; \omega_1, V_1)\big)\,
-           \Phi_2\Big(\frac{t_1 \mu_1}{\sigma_1}, \frac{t_2 \mu_2}{\sigma_2}; t_1 t_2 r\Big),
-
-``mu = L omega_2``, ``Cov(u) = V_2 L D L^T`` (``D = diag(2, 1, 2)`` on the entries
-``(h_11, h_12, h_22)``), ``r`` its correlation: four products of bivariate normal
-orthant probabilities, no Monte Carlo.  ``g_l = d log Z_out / d omega_l`` is the
-average over the posterior weights ``w_P`` of the pattern-wise gradients.
+Bayes side (two hardmax layers, ``T = 2``): the exact sum over the four latent layer-1
+patterns, :mod:`aimlib.channels.deep_patterns`.  The state evolution reads one overlap per
+layer.  For centred teachers that is exact (:meth:`DeepAttention.fisher`); for teachers with
+a known part ``sqrt(rho_l) I`` the layers' estimates share the index of the identity and
+:meth:`DeepAttention.separable_fisher` gives the state evolution of GAMP-RIE with one
+denoiser per layer (an upper bound on the Bayes error), :meth:`DeepAttention.oracle_fisher`
+that of the oracle given the other layer (a lower bound).
 """
 from __future__ import annotations
 
-from functools import lru_cache
-from pathlib import Path
-
 import numpy as np
-from scipy.stats import norm, qmc
 
 from .. import _validate as v
 from ..backend import get_array_module, to_device, to_host
 from ..errors import check_on_max_iter, max_iter_reached
 from . import hardmax
-from ._bivariate import grad_log_bvn, log_bvn_cdf
 from .base import Channel, sample_indices, sigma2
+from .deep_patterns import (LAMBDA_MAX, PATTERNS, fisher_matrix, fisher_scaled, fisher_scaled_direct, layer1_terms,
+                            layer2_terms, oracle_fisher_scaled, pattern_matrix, pattern_posterior)
 from .softmax import check_beta, row_softmax
 
-__all__ = ["DeepAttention", "PATTERNS", "functionals", "fisher_scaled", "fisher_scaled_direct", "build_table",
-           "write_tables", "STORED_RESIDUALS", "limit_map", "limit_thresholds",
-           "limit_error"]
-
-#: the four layer-1 sign patterns ``(s_1, s_2)`` of ``T = 2``
-PATTERNS = ((1.0, 1.0), (1.0, -1.0), (-1.0, 1.0), (-1.0, -1.0))
-_ENTRY_VAR = np.array([2.0, 1.0, 2.0])   # Var of (h_11, h_12, h_22) in units of V
-
-
-def _pattern_matrix(s1: float, s2: float) -> np.ndarray:
-    """The one-hot layer-1 output ``P`` of the signs: row 1 picks token 1 iff ``s_1 > 0``, row 2 token 2 iff ``s_2 > 0``."""
-    return np.array([[1.0, 0.0] if s1 > 0 else [0.0, 1.0], [0.0, 1.0] if s2 > 0 else [1.0, 0.0]])
-
-
-def _bilinear(p, q) -> np.ndarray:
-    """Coefficients of ``p^T h q`` on the independent entries ``(h_11, h_12, h_22)`` of a symmetric ``h``."""
-    return np.array([p[0] * q[0], p[0] * q[1] + p[1] * q[0], p[1] * q[1]])
-
-
-def functionals(c: float, s1: float, s2: float) -> np.ndarray:
-    """``L`` (2 x 3): ``u = L (h_11, h_12, h_22)`` are the layer-2 differences given the pattern ``(s_1, s_2)``."""
-    A = c * np.eye(2) + _pattern_matrix(s1, s2)
-    return np.stack([_bilinear(A[0], A[0] - A[1]), _bilinear(A[1], A[1] - A[0])])
-
+__all__ = ["DeepAttention", "limit_map", "limit_thresholds", "limit_error"]
 
 class DeepAttention(Channel):
     """Two attention layers with residual strength ``c``: ``y = sigma(A h2 A^T)``, ``A = c I + sigma(h1)``.
@@ -87,7 +55,7 @@ class DeepAttention(Channel):
         self.c = v.real("c", c)
         if layer == "hardmax":
             for s in PATTERNS:
-                A = self.c * np.eye(2) + _pattern_matrix(*s)
+                A = self.c * np.eye(2) + pattern_matrix(*s)
                 if np.allclose(A[0], A[1]) or np.any(np.all(np.isclose(A, 0), axis=1)):
                     raise ValueError(f"c must make the two mixed tokens distinct under every layer-1 pattern: "
                                      f"c = {self.c:g} makes them collide (c must not be -1, 0 or 1)")
@@ -113,46 +81,17 @@ class DeepAttention(Channel):
             raise NotImplementedError(f"DeepAttention: the Bayes side is implemented for two hardmax layers "
                                       f"and T = 2, got layer={self.layer!r}, T={T}")
 
-    def _layer1_terms(self, o1, V1):
-        """Per pattern ``P``: ``log a_P``, the probability of the layer-1 signs, and its gradient in ``omega_1``."""
-        logs, grads = [], []
-        for s in PATTERNS:
-            signs = np.broadcast_to(np.array(s), o1.shape[:-2] + (2,))
-            logs.append(to_host(hardmax.log_partition(signs, o1, V1)))
-            grads.append(to_host(hardmax.g_out(signs, o1, V1)))
-        return np.stack(logs, -1), np.stack(grads, -3)
-
-    def _layer2_terms(self, t, o2, V2):
-        """Per pattern ``P``: ``log b_P``, the probability of the output signs ``t`` given ``P``, and its
-        gradient in the entries ``(omega_11, omega_12, omega_22)`` of ``omega_2``."""
-        w2 = np.stack([o2[..., 0, 0], 0.5 * (o2[..., 0, 1] + o2[..., 1, 0]), o2[..., 1, 1]], axis=-1)
-        logs, grads = [], []
-        for s in PATTERNS:
-            L = functionals(self.c, *s)
-            C = V2 * (L * _ENTRY_VAR) @ L.T
-            sd = np.sqrt(np.diag(C))
-            r = t[..., 0] * t[..., 1] * C[0, 1] / (sd[0] * sd[1])
-            k = t * (w2 @ L.T) / sd
-            log_b = log_bvn_cdf(k[..., 0], k[..., 1], r)
-            a1, a2 = grad_log_bvn(k[..., 0], k[..., 1], r, log_b)
-            logs.append(log_b)
-            grads.append((a1 * t[..., 0] / sd[0])[..., None] * L[0] + (a2 * t[..., 1] / sd[1])[..., None] * L[1])
-        return np.stack(logs, -1), np.stack(grads, -2)
-
     def _log_z_and_g(self, y, omega, V):
         """``(xp, log Z_out, g)``: the pattern sum and the posterior-weighted pattern gradients."""
         xp, y, omega, V, T = self._bayes_args(y, omega, V)
         self._require_bayes(T)
         t = hardmax.signs_from_output(to_host(y))
-        log_a, g1s = self._layer1_terms(to_host(omega[..., 0, :, :]), V[0])
-        log_b, g2s = self._layer2_terms(t, to_host(omega[..., 1, :, :]), V[1])
-        return (xp,) + _pattern_posterior(log_a + log_b, g1s, g2s)
+        log_a, g1s = layer1_terms(to_host(omega[..., 0, :, :]), V[0])
+        log_b, g2s = layer2_terms(self.c, t, to_host(omega[..., 1, :, :]), V[1])
+        return (xp,) + pattern_posterior(log_a + log_b, g1s, g2s)
 
-    def fisher(self, q, Q0, T):
-        r"""``(F_1, F_2) = (G_1/V_1, G_2/V_2)`` at ``lambda_l = q_l/V_l`` (:func:`fisher_scaled`).
-
-        Tabulated for ``lambda_l <= LAMBDA_MAX``, that is ``V_l >= Q0_l / (1 + LAMBDA_MAX)``.
-        """
+    def _tabulated(self, q, Q0, T):
+        """Validated ``(q, Q0, V)``, refusing errors below the tabulated range ``V_l >= Q0_l/(1 + LAMBDA_MAX)``."""
         q, Q0, T, V = self._fisher_args(q, Q0, T)
         self._require_bayes(T)
         if min(V) <= 0 or max(a / b for a, b in zip(q, V)) > LAMBDA_MAX:
@@ -161,7 +100,54 @@ class DeepAttention(Channel):
                              f"tabulated range of the deep-hardmax output function, got mmse = "
                              f"{tuple(float(f'{x:.3g}') for x in V)}: lower alpha, or raise rho where the error "
                              "is this small")
-        return tuple(fisher_scaled(self.c, q[0] / V[0], q[1] / V[1]) / np.array(V))
+        return q, Q0, np.array(V)
+
+    def fisher(self, q, Q0, T):
+        r"""``(F_1, F_2) = (G_1/V_1, G_2/V_2)`` at ``lambda_l = q_l/V_l`` (:func:`~aimlib.channels.deep_patterns.fisher_scaled`).
+
+        Independent estimates (centred teachers), where the cross term vanishes: the exact
+        state evolution.  Tabulated for ``lambda_l <= LAMBDA_MAX``, that is ``V_l >= Q0_l / (1 + LAMBDA_MAX)``.
+        """
+        q, Q0, V = self._tabulated(q, Q0, T)
+        return tuple(fisher_scaled(self.c, q[0] / V[0], q[1] / V[1]) / V)
+
+    def separable_fisher(self, q, Q0, T, shared):
+        r"""``F_l = 1 / (A^{-1})_ll``: the state evolution of GAMP-RIE with one denoiser per layer.
+
+        Teachers ``S_l = m_l I + F_l`` with a known part of squared norm ``s_l = m_l^2``
+        (``m_l >= 0``; Wishart: ``s_l = rho_l``) give the estimates ``omega_l = sqrt(s_l) z_0 +
+        sqrt(q_l - s_l) z_l``, correlation ``r = sqrt(s_1 s_2 / (q_1 q_2))``.  With
+        ``A_ll' = G_ll'(lambda, r) / sqrt(V_l V_l')`` (:func:`~aimlib.channels.deep_patterns.fisher_matrix`),
+        GAMP's effective observations are ``R = S + (alpha A)^{-1/2} xi``: layer ``l`` sees its
+        teacher through Gaussian noise of variance ``(A^{-1})_ll / alpha``, and one denoiser per
+        layer reaches ``qhat_l = alpha / (A^{-1})_ll``.  A cross term ``A_12 != 0`` lowers it
+        below ``alpha A_ll``.  An algorithm's error: an upper bound on the Bayes error.
+        """
+        q, Q0, V = self._tabulated(q, Q0, T)
+        s = tuple(v.in_range(f"shared[{i}]", x, 0.0, q[i]) for i, x in enumerate(self._per_index("shared", shared)))
+        r = float(np.sqrt(s[0] * s[1] / (q[0] * q[1]))) if min(q) > 0 else 0.0
+        A = fisher_matrix(self.c, q[0] / V[0], q[1] / V[1], min(r, 1.0)) / np.sqrt(np.outer(V, V))
+        return tuple(1.0 / np.diag(np.linalg.inv(A)))
+
+    def oracle_fisher(self, layer: int, q: float, Q0, T, shared=(0.0, 0.0)) -> float:
+        r"""``F`` of layer ``layer`` for the oracle given the other teacher: ``G / V`` (:func:`~aimlib.channels.deep_patterns.oracle_fisher_scaled`).
+
+        ``q`` is the layer's overlap, ``Q0`` both layers' second moments, ``shared`` their known
+        parts: the layer's estimate and the known index ``h_o`` (variance ``Q0_o``) share
+        ``sqrt(s_l s_o) z_0``, correlation ``r = sqrt(s_l s_o / (q Q0_o))``.  Its state
+        evolution is a lower bound on the layer's Bayes error.
+        """
+        layer = v.choice("layer", layer, {1, 2})
+        Q0 = tuple(v.positive(f"Q0[{i}]", x) for i, x in enumerate(self._per_index("Q0", Q0)))
+        l, o = layer - 1, 2 - layer
+        q, T = v.in_range("q", q, 0.0, Q0[l]), v.integer("T", T, minimum=1)
+        self._require_bayes(T)
+        s = tuple(v.in_range(f"shared[{i}]", x, 0.0, Q0[i]) for i, x in enumerate(self._per_index("shared", shared)))
+        V = Q0[l] - q
+        if V <= 0:
+            raise ValueError(f"q must be below Q0[{l}] = {Q0[l]:g} (a positive error), got {q:g}")
+        r = float(np.sqrt(s[l] * s[o] / (q * Q0[o]))) if q > 0 else 0.0
+        return oracle_fisher_scaled(self.c, layer, q / V, min(r, 1.0)) / V
 
     def log_partition(self, y, omega, V):
         """``log Z_out``: the log-probability of the output signs, summed over the four latent patterns."""
@@ -198,117 +184,6 @@ class DeepAttention(Channel):
         g = self.g_out(self(h, seed=rng), omega, V)[..., iu[0], iu[1]]
         terms = 2 * np.einsum("nlk,nmk,k->nlm", g, g, sigma2(2)[iu])
         return terms.mean(axis=0), terms.std(axis=0) / np.sqrt(n)
-
-
-def _pattern_posterior(logs, g1s, g2s):
-    """``(log Z_out, g)`` from the per-pattern ``log a_P b_P`` and gradients: ``Z_out = sum_P a_P b_P``
-    and ``g_l = sum_P w_P g_{l,P}`` with the posterior weights ``w_P = a_P b_P / Z_out``."""
-    top = logs.max(axis=-1, keepdims=True)
-    w = np.exp(logs - top)
-    total = w.sum(axis=-1, keepdims=True)
-    w /= total
-    g1 = (w[..., None, None] * g1s).sum(axis=-3)
-    e = (w[..., None] * g2s).sum(axis=-2)
-    g2 = np.stack([np.stack([e[..., 0], e[..., 1]], -1), np.stack([e[..., 1], e[..., 2]], -1)], -2)
-    return (top + np.log(total))[..., 0], np.stack([g1, g2], axis=-3)
-
-
-# -- F_l: deterministic quasi-Monte Carlo over omega, exact sum over the outputs ---------
-
-SOBOL_LOG2 = 12       # 2^12 scrambled Sobol points for the six omega entries
-CHEB_DEG = 10         # degree of the 2-d Chebyshev interpolant of log G_l per axis
-LAMBDA_MAX = 1e3      # largest q_l / V_l tabulated (errors down to about 1e-3)
-SOBOL_SEED = 20251130  # the fixed scramble: F_l is a deterministic function of lambda
-_X_MIN = 1.0 / np.sqrt(1.0 + LAMBDA_MAX)
-#: residual strengths whose interpolants ship with the package (``aimlib/data``), checked by the tests
-STORED_RESIDUALS = (0.5, 2.0, -0.5, 3.0)
-TABLES = Path(__file__).resolve().parents[1] / "data" / "deep_hardmax_tables.npz"
-
-
-@lru_cache(maxsize=1)
-def _sobol_normals():
-    return norm.ppf(qmc.Sobol(d=6, scramble=True, seed=SOBOL_SEED).random_base2(SOBOL_LOG2))
-
-
-def fisher_scaled_direct(channel: "DeepAttention", lam1: float, lam2: float) -> np.ndarray:
-    r"""``(G_1, G_2)`` with ``F_l = G_l(lambda_1, lambda_2) / V_l``, ``lambda_l = q_l / V_l``.
-
-    ``g_l`` scales as ``V_l^{-1/2}`` times a function of ``omega_l / sqrt(V_l)``, so at
-    ``V = (1, 1)`` and ``omega_l ~ N(0, lambda_l Sigma)``:
-    ``G_l = 2 sum_{a<=b} Sigma_ab E_omega sum_y Z_out(y) g_{l,ab}(y)^2``, the four
-    outputs summed exactly and ``omega`` averaged over scrambled Sobol points
-    (fixed scramble: a deterministic function of ``lambda``).
-    """
-    z = _sobol_normals()
-    sd = np.sqrt(_ENTRY_VAR)
-    omega = np.zeros((len(z), 2, 2, 2))
-    for ell, lam in enumerate((lam1, lam2)):
-        e = z[:, 3 * ell:3 * ell + 3] * sd * np.sqrt(lam)
-        omega[:, ell] = np.stack([np.stack([e[:, 0], e[:, 1]], -1), np.stack([e[:, 1], e[:, 2]], -1)], -2)
-    log_a, g1s = channel._layer1_terms(omega[:, 0], 1.0)    # the same for every output
-    G = np.zeros(2)
-    for t in PATTERNS:
-        log_b, g2s = channel._layer2_terms(np.broadcast_to(np.array(t), (len(z), 2)), omega[:, 1], 1.0)
-        logz, g = _pattern_posterior(log_a + log_b, g1s, g2s)
-        p = np.exp(logz)
-        G += 2 * np.mean(p[:, None] * (2 * g[..., 0, 0] ** 2 + g[..., 0, 1] ** 2 + 2 * g[..., 1, 1] ** 2), axis=0)
-    return G
-
-
-def chebyshev_grid() -> tuple[np.ndarray, np.ndarray]:
-    """``(u, lambda)``: the Chebyshev nodes ``u`` in ``[-1, 1]`` and the ``lambda_l`` they stand for."""
-    u = np.cos(np.pi * (np.arange(CHEB_DEG + 1) + 0.5) / (CHEB_DEG + 1))
-    return u, 1.0 / (_X_MIN + (1.0 - _X_MIN) * (u + 1) / 2) ** 2 - 1.0
-
-
-def build_table(c: float) -> np.ndarray:
-    """Chebyshev coefficients ``(2, deg + 1, deg + 1)`` of ``log G_l`` in ``x_l = 1/sqrt(1 + lambda_l)``."""
-    ch = DeepAttention(c=c)
-    u, lam = chebyshev_grid()
-    vals = np.array([[np.log(fisher_scaled_direct(ch, max(a, 0.0), max(b, 0.0))) for b in lam] for a in lam])
-    Vinv = np.linalg.inv(np.polynomial.chebyshev.chebvander(u, CHEB_DEG))   # tensor grid: C = V^-1 F V^-T
-    return np.stack([Vinv @ vals[..., ell] @ Vinv.T for ell in range(2)])
-
-
-def _table_settings() -> np.ndarray:
-    return np.array([SOBOL_LOG2, CHEB_DEG, LAMBDA_MAX, SOBOL_SEED], dtype=float)
-
-
-def write_tables(path=TABLES, residuals=STORED_RESIDUALS) -> Path:
-    """Build the tables of ``residuals`` and store them (``scripts/make_deep_hardmax_tables.py``)."""
-    coef = np.stack([build_table(c) for c in residuals])
-    np.savez(path, c=np.array(residuals, dtype=float), coef=coef, settings=_table_settings())
-    return Path(path)
-
-
-@lru_cache(maxsize=1)
-def _stored() -> dict:
-    """The stored tables by ``c``, if they were made with this module's settings (else none)."""
-    if not TABLES.is_file():
-        return {}
-    with np.load(TABLES) as f:
-        if not np.array_equal(f["settings"], _table_settings()):
-            return {}
-        return {float(c): coef for c, coef in zip(f["c"], f["coef"])}
-
-
-@lru_cache(maxsize=16)
-def _cheb(c: float) -> np.ndarray:
-    """The coefficients for ``c``: stored for :data:`STORED_RESIDUALS`, built (tens of seconds) otherwise."""
-    stored = _stored().get(c)
-    return stored if stored is not None else build_table(c)
-
-
-def fisher_scaled(c: float, lam1: float, lam2: float) -> np.ndarray:
-    """``(G_1, G_2)`` from the interpolant (stored for :data:`STORED_RESIDUALS`; for another ``c`` built
-    once per session, about 20 s on one core).
-
-    Accuracy against :func:`fisher_scaled_direct`: 0.1 % for ``lambda_l <= 50``
-    (errors ``E_S >= Q0/51``), about 1 % for ``lambda_l`` in ``[100, 1000]``.
-    """
-    x = 1.0 / np.sqrt(1.0 + np.array([lam1, lam2]))
-    u = 2.0 * (x - _X_MIN) / (1.0 - _X_MIN) - 1.0
-    return np.exp([np.polynomial.chebyshev.chebval2d(u[0], u[1], C) for C in _cheb(float(c))])
 
 
 # -- the rho -> 0 limit at fixed alpha_bar = alpha / rho (both layers) ------------------
@@ -360,7 +235,7 @@ def limit_thresholds(c: float, *, tol: float = 1e-6, alpha_bar_max: float = 100.
     ``E_l < 1 - 1e-9``, through the interpolant), to ``tol`` in ``alpha_bar``.
     """
     tol = v.positive("tol", tol)
-    linear = 1.0 / fisher_scaled_direct(DeepAttention(c=c), 0.0, 0.0)
+    linear = 1.0 / fisher_scaled_direct(c, 0.0, 0.0)
     first = int(np.argmin(linear))
     lo, hi = linear[first], v.positive("alpha_bar_max", alpha_bar_max)
     if limit_error(hi, c)[1 - first] > 1 - 1e-9:

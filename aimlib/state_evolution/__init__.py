@@ -19,15 +19,16 @@ Every function takes the channel and the prior(s) (``rho``: a width ratio, a
 :class:`~aimlib.priors.base.Prior`, or one per index).  Modules:
 :mod:`~.threshold` (perfect recovery), :mod:`~.closed` (the scalar root find of
 noiseless linear-type channels, ``F_out = k/V``), :mod:`~.fixed_point`
-(iteration, one overlap per component), :mod:`~.solve` (one point or a curve),
+(iteration, one overlap per component; for layers that share a known part, GAMP-RIE's
+state evolution and the oracle's), :mod:`~.solve` (one point or a curve),
 :mod:`~.free_entropy` (the potential and the generalization error).
 """
-from .fixed_point import SEResult, fixed_point
+from .fixed_point import PREDICTIONS, SEResult, fixed_point, oracle_fixed_point
 from .free_entropy import free_entropy, generalization_error, output_free_entropy, prior_free_entropy
 from .solve import SECurve, curve, solve
 from .threshold import perfect_recovery_threshold
 
 __all__ = [
-    "SEResult", "SECurve", "solve", "fixed_point", "curve", "perfect_recovery_threshold", "prior_free_entropy",
+    "SEResult", "SECurve", "PREDICTIONS", "solve", "fixed_point", "oracle_fixed_point", "curve", "perfect_recovery_threshold", "prior_free_entropy",
     "output_free_entropy", "free_entropy", "generalization_error",
 ]

@@ -11,6 +11,14 @@ for a symmetric ``S``; the symmetric and antisymmetric parts of a square one),
 ``mmse_c`` its :meth:`~aimlib.priors.base.Prior.sector_mmse` and ``F_c`` the
 channel's :meth:`~aimlib.channels.base.Channel.fisher`.  The state is ``V_c =
 Q0_c - q_c``, the estimation error of component ``c``.
+
+A channel whose output mixes its layers (``joint_output``) with teachers that share a
+known part (priors of non-zero mean, e.g. Wishart) has correlated estimates and a
+cross term; there one overlap per layer is not the Bayes state evolution.  What
+:func:`fixed_point` iterates then is GAMP-RIE's with one denoiser per layer
+(:meth:`~aimlib.channels.DeepAttention.separable_fisher`, an upper bound on the Bayes
+error), and :func:`oracle_fixed_point` gives the lower bound of the oracle that knows the
+other layers (book, chapter "Deep attention").
 """
 from __future__ import annotations
 
@@ -24,7 +32,13 @@ from ..channels import make_channel
 from ..errors import ConvergenceError, check_on_max_iter, max_iter_reached
 from ..priors import make_priors
 
-__all__ = ["SEResult", "fixed_point", "components", "prior_side", "check_joint_law"]
+__all__ = ["SEResult", "fixed_point", "oracle_fixed_point", "components", "prior_side", "check_joint_law",
+           "shares_known_part", "PREDICTIONS"]
+
+#: what a fixed point predicts (:attr:`SEResult.prediction`)
+PREDICTIONS = {"bayes": "the Bayes-optimal error (replica-symmetric)",
+               "separable-gamp": "the error of GAMP-RIE with one denoiser per layer, an upper bound on the Bayes error",
+               "oracle": "the error of the oracle given the other layers, a lower bound on the Bayes error"}
 
 
 @dataclass(frozen=True)
@@ -47,6 +61,8 @@ class SEResult:
         ``'closed'`` or ``'iterate'``.
     converged : bool
         False only for a run stopped at ``max_iter`` with ``on_max_iter='warn'``.
+    prediction : str
+        What the fixed point predicts, a key of :data:`PREDICTIONS`.
     """
 
     alpha: float
@@ -57,6 +73,7 @@ class SEResult:
     trace: np.ndarray = field(repr=False)
     method: str = "iterate"
     converged: bool = True
+    prediction: str = "bayes"
 
     @property
     def V(self):
@@ -64,26 +81,40 @@ class SEResult:
         return self.mmse
 
 
-def _fisher(ch, q, Q0, T) -> np.ndarray:
-    """The channel's ``F_c`` as an array of one value per component."""
-    if len(q) == 1:
-        return np.array([ch.fisher(q[0], Q0[0], T)])
-    return np.asarray(ch.fisher(tuple(q), tuple(Q0), T), dtype=float)
+def _law(ch, priors, T):
+    """``(F, prediction)``: the map ``q -> F_c(q)`` the state evolution iterates, and what it predicts.
+
+    The channel's :meth:`~aimlib.channels.base.Channel.fisher` (the Bayes state evolution), or
+    for teachers that :func:`shares_known_part` the channel's ``separable_fisher`` (GAMP-RIE
+    with one denoiser per layer).
+    """
+    if shares_known_part(ch, priors):
+        shared = tuple(p.mean_square() for p in priors)
+        return (lambda q, Q0: np.asarray(ch.separable_fisher(tuple(q), tuple(Q0), T, shared))), "separable-gamp"
+    if len(priors) == 1 and len(priors[0].sectors) == 1:
+        return (lambda q, Q0: np.array([ch.fisher(q[0], Q0[0], T)])), "bayes"
+    return (lambda q, Q0: np.asarray(ch.fisher(tuple(q), tuple(Q0), T), dtype=float)), "bayes"
 
 
-def check_joint_law(ch, priors) -> None:
-    """Refuse priors with a non-zero mean for a channel whose output mixes its layers (``joint_output``).
+def shares_known_part(ch, priors) -> bool:
+    """Whether the layers' estimates are correlated: a ``joint_output`` channel and a prior of non-zero mean.
 
     Such teachers share a known part: ``S_l = E S_l + F_l`` gives every layer the index of
     ``E S_l`` (for Wishart teachers ``sqrt(rho_l) h(I)``, the same token Gram matrix), so the
-    layers' estimates are correlated, while the channel's ``fisher`` draws them independently
-    (book, chapter "Deep attention").  Centred teachers (:class:`aimlib.priors.Centred`) are exact.
+    layers' estimates are correlated and the output has a cross term between the layers
+    (book, chapter "Deep attention").  Centred teachers (:class:`aimlib.priors.Centred`) have none.
     """
-    if ch.joint_output and any(p.mean_square() > 0 for p in priors):
-        raise ValueError(f"the {ch.name} state evolution needs teachers of zero mean (centred: "
+    return bool(ch.joint_output and any(p.mean_square() > 0 for p in priors))
+
+
+def check_joint_law(ch, priors) -> None:
+    """Refuse priors that :func:`shares_known_part`: the Bayes free entropy of such a model needs a
+    cross overlap between the layers, which one overlap per layer does not carry."""
+    if shares_known_part(ch, priors):
+        raise ValueError(f"the {ch.name} free entropy needs teachers of zero mean (centred: "
                          f"aimlib.priors.Centred, --teachers centred), got {', '.join(map(repr, priors))}: "
-                         "the layers of Wishart teachers share the index of sqrt(rho) I, which its "
-                         "one-overlap-per-layer state evolution does not carry")
+                         "the layers of Wishart teachers share the index of sqrt(rho) I, and their Bayes "
+                         "state evolution needs a cross overlap that one overlap per layer does not carry")
 
 
 def components(priors) -> tuple:
@@ -103,11 +134,11 @@ def prior_side(priors, qhat) -> np.ndarray:
     return np.array(out, dtype=float)
 
 
-def _fisher_at(ch, V, Q0, T, alpha, priors) -> np.ndarray:
-    """:func:`_fisher` at the errors ``V``; where it fails because ``V`` fell below the float64
+def _fisher_at(fisher, V, Q0, alpha, ch, priors) -> np.ndarray:
+    """``fisher`` at the errors ``V``; where it fails because ``V`` fell below the float64
     resolution of ``Q0`` (``q = Q0 - V`` rounds to ``Q0``), the error names ``alpha``."""
     try:
-        return _fisher(ch, Q0 - V, Q0, T)
+        return fisher(Q0 - V, Q0)
     except ValueError:
         if not np.any(Q0 - V >= Q0):
             raise
@@ -159,7 +190,13 @@ def fixed_point(alpha: float, channel="softmax", *, T: int = 2, rho=0.5, beta: f
     T = v.integer("T", T, minimum=2)
     ch = make_channel(channel, beta=beta, noise=noise)
     priors = make_priors(ch, rho)
-    check_joint_law(ch, priors)
+    fisher, prediction = _law(ch, priors, T)
+    return _iterate(alpha, fisher, ch, priors, prediction, damping=damping, tol=tol, max_iter=max_iter,
+                    init=init, on_max_iter=on_max_iter)
+
+
+def _iterate(alpha, fisher, ch, priors, prediction, *, damping, tol, max_iter, init, on_max_iter) -> SEResult:
+    """The iteration of :func:`fixed_point` with the map ``q -> F(q)`` given."""
     Q0, V0 = components(priors)
     L = len(Q0)
     damping = v.in_range("damping", damping, 0.0, 0.999)
@@ -170,7 +207,7 @@ def fixed_point(alpha: float, channel="softmax", *, T: int = 2, rho=0.5, beta: f
         [v.in_range("init", x, 0.0, Q0[i]) for i, x in enumerate(np.broadcast_to(init, (L,)))])
     trace = [V]
     for it in range(1, max_iter + 1):
-        qhat = _conjugate(alpha, _fisher_at(ch, V, Q0, T, alpha, priors))
+        qhat = _conjugate(alpha, _fisher_at(fisher, V, Q0, alpha, ch, priors))
         V_new = prior_side(priors, qhat)
         V_new = (1 - damping) * V_new + damping * V
         trace.append(V_new)
@@ -184,8 +221,34 @@ def fixed_point(alpha: float, channel="softmax", *, T: int = 2, rho=0.5, beta: f
         max_iter_reached(f"SE did not converge at alpha={alpha:g} within max_iter={max_iter} "
                          f"iterations (last change {change:.3g} > tol={tol:g}); increase max_iter or "
                          "damping", on_max_iter)
-    qhat = _conjugate(alpha, _fisher_at(ch, V, Q0, T, alpha, priors))
+    qhat = _conjugate(alpha, _fisher_at(fisher, V, Q0, alpha, ch, priors))
     tr = np.asarray(trace)
     return SEResult(alpha=alpha, mmse=_pack(V, L), q=_pack(Q0 - V, L), qhat=_pack(qhat, L),
                     iterations=it, trace=tr[:, 0] if L == 1 else tr, method="iterate",
-                    converged=change < tol)
+                    converged=change < tol, prediction=prediction)
+
+
+def oracle_fixed_point(alpha: float, channel, layer: int, *, T: int = 2, rho=0.5, tol: float = 1e-10,
+                       max_iter: int = 10_000, on_max_iter: str = "raise") -> SEResult:
+    r"""The state evolution of layer ``layer`` for the oracle that knows the other layer's teacher.
+
+    ``qhat = alpha F^orc(q)``, ``q = Q0 - mmse(1/qhat)`` with the channel's ``oracle_fisher``
+    (the other layer's index known exactly; :meth:`~aimlib.channels.DeepAttention.oracle_fisher`).
+    The oracle has more information, so its error is a lower bound on the layer's Bayes
+    error: a replica-symmetric prediction for a one-index model with side information.
+    ``rho`` holds both layers' priors (or widths), as for :func:`fixed_point`.
+    """
+    alpha = v.nonnegative("alpha", alpha)
+    T = v.integer("T", T, minimum=2)
+    ch = make_channel(channel)
+    if not hasattr(ch, "oracle_fisher"):
+        raise ValueError(f"channel must have several layers and an oracle side (DeepAttention), got {ch!r}")
+    priors = make_priors(ch, rho)
+    layer = v.choice("layer", layer, set(range(1, len(priors) + 1)))
+    Q0 = tuple(p.second_moment() for p in priors)
+    shared = tuple(p.mean_square() for p in priors)
+
+    def fisher(q, _):
+        return np.array([ch.oracle_fisher(layer, float(q[0]), Q0, T, shared)])
+    return _iterate(alpha, fisher, ch, (priors[layer - 1],), "oracle", damping=0.0, tol=tol,
+                    max_iter=max_iter, init=None, on_max_iter=on_max_iter)

@@ -27,6 +27,7 @@ class SECurve:
     """State evolution along a list of sample complexities (arrays in the input order).
 
     For a channel with ``L > 1`` indices, ``mmse``, ``q`` and ``qhat`` have shape ``(n, L)``.
+    ``prediction`` says what the errors are (:data:`~aimlib.state_evolution.fixed_point.PREDICTIONS`).
     """
 
     alpha: np.ndarray
@@ -36,6 +37,7 @@ class SECurve:
     iterations: np.ndarray
     method: str
     evaluations: int = 0
+    prediction: str = "bayes"
 
     def __len__(self) -> int:
         return len(self.alpha)
@@ -143,4 +145,4 @@ def curve(alphas, channel="softmax", *, T: int = 2, rho=0.5, beta: float | None 
         results[i] = r
     col = {key: np.array([getattr(r, key) for r in results], dtype=float) for key in ("mmse", "q", "qhat")}
     return SECurve(alpha=a.copy(), iterations=np.array([r.iterations for r in results]), method=meth,
-                   evaluations=int(evaluations), **col)
+                   evaluations=int(evaluations), prediction=results[0].prediction, **col)

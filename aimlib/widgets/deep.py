@@ -1,7 +1,7 @@
 """The deep-attention panel: both layers' Bayes-optimal errors against alpha, for two hardmax layers."""
 from __future__ import annotations
 
-from ..channels.deep_hardmax import STORED_RESIDUALS
+from ..channels.deep_patterns import STORED_RESIDUALS
 from ..priors import Centred
 from .base import (ALPHA_BOUNDS, RHO_BOUNDS, W, Panel, deep_curve_cached, dropdown, error_axes, figure, log_slider,
                    number, parse_range, range_text, round_sig, se_curve_cached)
@@ -41,7 +41,7 @@ def deep_panel(c: float = 0.5, rho1: float = 0.5, rho2: float = 0.5, alpha_range
     """Two hardmax attention layers (``T = 2``, centred teachers): each layer's SE error against ``alpha``.
 
     Controls: ``c`` (residual strength, the values whose output functions are
-    stored, ``deep_hardmax.STORED_RESIDUALS``), ``rho1``, ``rho2`` (log
+    stored, ``deep_patterns.STORED_RESIDUALS``), ``rho1``, ``rho2`` (log
     sliders) and ``alpha_range`` (text).  ``panel.last_data``: ``params``,
     ``alpha``, ``mmse_1``, ``mmse_2`` (from :func:`aimlib.state_evolution.curve`
     with :class:`aimlib.channels.DeepAttention`) and ``one_layer`` (one hardmax
