@@ -89,7 +89,7 @@ class UsageError(ValueError):
 
 def _add_channel(p):
     p.add_argument("--channel", default="softmax", choices=list(CHANNELS),
-                   help="output channel (default: softmax); deep-hardmax: two hardmax attention layers")
+                   help="output channel (default: softmax); deep-hardmax: hardmax attention layers (--layers)")
     p.add_argument("--beta", type=RANGES["beta"], default=None, action=_Once,
                    help="softmax inverse temperature in (0, 1e30] (softmax only; default: 1)")
     p.add_argument("--noise", type=RANGES["noise"], default=None, action=_Once,
@@ -97,7 +97,8 @@ def _add_channel(p):
     p.add_argument("--c", type=RANGES["c"], default=None, action=_Once,
                    help="residual strength of the deep-hardmax channel, in [-100, 100] (default: 0.5)")
     p.add_argument("--layers", type=RANGES["layers"], default=None, action=_Once,
-                   help="attention layers (index matrices per sample); must match the channel")
+                   help="attention layers (index matrices per sample); 2 or 3 for deep-hardmax "
+                        "(default 2), else must match the channel")
 
 
 def _add_rho(p):
@@ -105,10 +106,11 @@ def _add_rho(p):
                    help="width ratio rho = r/d in [1e-4, 1e4], one per layer (default: 0.5)")
     p.add_argument("--teachers", choices=["wishart", "centred"], default="wishart", action=_Once,
                    help="teachers: wishart S = W W^T/sqrt(r d) (default) or centred S - sqrt(rho) I; "
-                        "the deep-hardmax state evolution is exact for centred teachers; for wishart ones "
-                        "(their layers share the index of sqrt(rho) I) se prints the error of GAMP-RIE "
-                        "with one denoiser per layer (mmse_l, an upper bound on the Bayes error) and of "
-                        "the oracle given the other layer (oracle_l, a lower bound)")
+                        "the state evolution of two deep-hardmax layers is exact for centred teachers; for "
+                        "wishart ones (their layers share the index of sqrt(rho) I), and for three layers, "
+                        "se prints the error of GAMP-RIE with one denoiser per layer (mmse_l, an upper bound "
+                        "on the Bayes error), for two layers also the oracle given the other (oracle_l, a "
+                        "lower bound)")
 
 
 def _add_common(p):
@@ -120,7 +122,8 @@ def _add_common(p):
 def _channel(args):
     """The channel of ``--channel`` and its options, with ``args.rho`` checked against its layers."""
     check_channel(args, args.command)
-    ch = make_channel(args.channel, beta=args.beta, noise=args.noise, c=args.c)
+    layers = args.layers if args.channel == "deep-hardmax" else None
+    ch = make_channel(args.channel, beta=args.beta, noise=args.noise, c=args.c, layers=layers)
     L = ch.n_indices
     if args.layers is not None and args.layers != L:
         raise UsageError(f"--layers must be {L} for --channel {args.channel}, got {args.layers}")
@@ -149,14 +152,14 @@ def _se_arguments(p):
 
 
 def _se_run(args) -> int:
-    """CSV ``alpha,mmse,q`` (one column per layer); for layers that share a known part the ``mmse``
-    columns are GAMP-RIE's (an upper bound) and ``oracle_l`` columns give the lower bound."""
+    """CSV ``alpha,mmse,q`` per layer; where the layers have cross terms the ``mmse`` columns are
+    GAMP-RIE's (an upper bound), and for two layers ``oracle_l`` columns give the lower bound."""
     ch = _channel(args)
     priors = _priors(args, ch)
     res = se.curve(args.alpha, ch, T=args.T, rho=priors, method=args.method)
     head = ["alpha"] + columns("mmse", ch.n_indices) + columns("q", ch.n_indices)
     rows = [[a, *values(m), *values(q)] for a, m, q in zip(res.alpha, res.mmse, res.q)]
-    if res.prediction == "separable-gamp":
+    if res.prediction == "separable-gamp" and ch.n_indices == 2:
         head += columns("oracle", ch.n_indices)
         rows = [row + [se.oracle_fixed_point(float(a), ch, ell, T=args.T, rho=priors).mmse
                        for ell in range(1, ch.n_indices + 1)] for a, row in zip(res.alpha, rows)]
@@ -168,10 +171,9 @@ def _deep_onsets(args) -> int:
     """Rows ``layer,alpha_bar``: where each layer's error leaves 1 as ``rho -> 0`` at ``alpha_bar = alpha/rho``
     (:func:`aimlib.channels.deep_hardmax.limit_thresholds`; the same for both teacher families)."""
     check_channel(args, "threshold")
-    ch = make_channel("deep-hardmax", c=args.c)
-    if args.layers is not None and args.layers != ch.n_indices:
-        raise UsageError(f"--layers must be {ch.n_indices} for --channel deep-hardmax, got {args.layers}")
-    print_table(["layer", "alpha_bar"], [[ell + 1, a] for ell, a in enumerate(deep_hardmax.limit_thresholds(ch.c))])
+    ch = make_channel("deep-hardmax", c=args.c, layers=args.layers)
+    onsets = deep_hardmax.limit_thresholds(ch.c, layers=ch.n_indices)
+    print_table(["layer", "alpha_bar"], [[ell + 1, a] for ell, a in enumerate(onsets)])
     return 0
 
 
@@ -184,7 +186,7 @@ def _threshold_arguments(p):
 
 def _threshold_run(args) -> int:
     """Perfect recovery (noiseless softmax/linear), the hardmax weak recovery at ``rho -> 0``, or
-    the ``rho -> 0`` onsets of the two deep-hardmax layers (:func:`_deep_onsets`)."""
+    the ``rho -> 0`` onsets of the deep-hardmax layers (:func:`_deep_onsets`)."""
     if args.channel == "deep-hardmax":
         return _deep_onsets(args)
     ch = _channel(args)

@@ -178,9 +178,8 @@ def check_channel(args, command: str) -> None:
     hardmax_limit = command == "threshold" and ch == "hardmax"
     if not hardmax_limit:
         _rho_floor(rho, " (--rho 0 only for the weak-recovery threshold: threshold --channel hardmax --rho 0)")
-    if ch == "deep-hardmax" and any(r > 1e3 for r in rho):
-        raise ValueError(f"--rho must be in [0.0001, 1000] for --channel deep-hardmax (its output function "
-                         f"is tabulated for errors >= (1 + rho)/1001), got {' '.join(_g(r) for r in rho)}")
+    if ch == "deep-hardmax":
+        _check_deep(args, command, rho)
     if command == "threshold":
         if ch == "deep-hardmax":
             bad = [o for o, given in (("--rho", getattr(args, "_given_rho", False)), ("--T", args.T != 2),
@@ -202,6 +201,26 @@ def check_channel(args, command: str) -> None:
     if ch == "softmax" and args.noise and args.T != 2:
         raise ValueError(f"--T: --channel softmax with --noise is available for T = 2 only, got --T {args.T}; "
                          "without --noise every T >= 2 is solvable")
+
+
+def _check_deep(args, command: str, rho) -> None:
+    """``--channel deep-hardmax``: ``--layers`` 2 or 3, ``--c`` away from the collisions, ``--rho``
+    within the tables, three layers with centred teachers only (not for ``threshold``)."""
+    if args.layers not in (None, 2, 3):
+        raise ValueError(f"--layers must be 2 or 3 for --channel deep-hardmax, got {args.layers}")
+    if args.c in (-1.0, 0.0, 1.0):
+        raise ValueError(f"--c {_g(args.c)}: the residual strength must not be -1, 0 or 1 (two mixed tokens "
+                         "coincide or vanish under some hardmax pattern, a tie with probability one)")
+    if any(r > 1e3 for r in rho):
+        raise ValueError(f"--rho must be in [0.0001, 1000] for --channel deep-hardmax (its output function "
+                         f"is tabulated for errors >= (1 + rho)/1001), got {' '.join(_g(r) for r in rho)}")
+    if args.layers == 3 and command == "amp":
+        raise ValueError("--layers 3: GAMP-RIE with one denoiser per layer cannot start on three hardmax layers "
+                         "(at the uninformative start the outputs of layers 1 and 2 are proportional); se "
+                         "gives its state evolution")
+    if args.layers == 3 and command != "threshold" and args.teachers != "centred":
+        raise ValueError("--teachers: three deep-hardmax layers are implemented for centred teachers only "
+                         "(--teachers centred)")
 
 
 def check_samples(args) -> None:

@@ -1,10 +1,16 @@
-"""Write ``aimlib/data/deep_hardmax_tables.npz``: the two-layer hardmax interpolants for the stored residuals.
+"""Write the deep-hardmax interpolants for the stored residuals into ``aimlib/data``.
 
-Run from the repository root: ``python scripts/make_deep_hardmax_tables.py``
-(about a minute per residual strength on one core).  See
-``aimlib/data/deep_hardmax_tables.md``.
+Run from the repository root: ``python scripts/make_deep_hardmax_tables.py`` for two layers
+(``deep_hardmax_tables.npz``, two to three minutes per residual strength on one core), or
+``python scripts/make_deep_hardmax_tables.py --layers 3`` for three (``deep_hardmax3_tables.npz``,
+about a quarter of an hour per residual strength).  See the ``.md`` beside each file.
 """
-from aimlib.channels import deep_patterns
+import argparse
+
+from aimlib.channels import deep_histories, deep_patterns
 
 if __name__ == "__main__":
-    print("wrote", deep_patterns.write_tables())
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layers", type=int, choices=[2, 3], default=2)
+    args = parser.parse_args()
+    print("wrote", deep_patterns.write_tables() if args.layers == 2 else deep_histories.write_tables3())

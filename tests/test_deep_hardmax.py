@@ -21,8 +21,8 @@ OUTPUTS = [(1.0, 1.0), (1.0, -1.0), (-1.0, 1.0), (-1.0, -1.0)]
 def _measure(ch, n, q, Q0, seed):
     """``(omega, h, y)`` with ``omega_l ~ N(0, q_l Sigma)``, ``h_l ~ N(omega_l, (Q0_l - q_l) Sigma)``."""
     rng = np.random.default_rng(seed)
-    omega = np.stack([sample_indices(n, 2, q[ell], rng) for ell in range(2)], axis=1)
-    h = omega + np.stack([sample_indices(n, 2, Q0[ell] - q[ell], rng) for ell in range(2)], axis=1)
+    omega = np.stack([sample_indices(n, 2, q[ell], rng) for ell in range(len(q))], axis=1)
+    h = omega + np.stack([sample_indices(n, 2, Q0[ell] - q[ell], rng) for ell in range(len(q))], axis=1)
     return omega, h, ch(h)
 
 
@@ -64,16 +64,18 @@ def test_residuals_that_make_tokens_collide_are_refused(c):
         DeepAttention(c=c)
 
 
-def test_output_probabilities_match_the_forward_map():
-    ch = DeepAttention(c=0.5)
-    omega, _, _ = _measure(ch, 1, (0.8, 1.1), (1.5, 1.5), seed=0)
+@pytest.mark.parametrize("q", [(0.8, 1.1), (0.8, 1.1, 0.6)])
+def test_output_probabilities_match_the_forward_map(q):
+    """Two and three layers: Z_out of every output against its frequency under the forward map."""
+    ch, L = DeepAttention(c=0.5, layers=len(q)), len(q)
+    omega, _, _ = _measure(ch, 1, q, (1.5,) * L, seed=0)
     rng = np.random.default_rng(1)
-    N = 200_000
-    h = omega + np.stack([sample_indices(N, 2, V[ell], rng) for ell in range(2)], axis=1)
+    N, Vs = 200_000, (0.7, 0.4, 0.5)[:L]
+    h = omega + np.stack([sample_indices(N, 2, Vs[ell], rng) for ell in range(L)], axis=1)
     t = hardmax.signs_from_output(ch(h))
     total = 0.0
     for s in OUTPUTS:
-        p = float(np.exp(ch.log_partition(hardmax.output_from_signs(np.array([s])), omega, V))[0])
+        p = float(np.exp(ch.log_partition(hardmax.output_from_signs(np.array([s])), omega, Vs))[0])
         emp = np.mean((t[:, 0] == s[0]) & (t[:, 1] == s[1]))
         # four binomial standard errors at N = 200 000 (observed |z| <= 1.4)
         assert emp == pytest.approx(p, abs=4 * np.sqrt(p * (1 - p) / N) + 1e-4)
@@ -366,5 +368,5 @@ def test_the_cli_prints_the_onsets_of_both_layers(capsys):
     assert header == "layer,alpha_bar"
     onset = dh.limit_thresholds(0.5)
     assert [[float(x) for x in r.split(",")] for r in rows] == [[1, onset[0]], [2, onset[1]]]
-    for argv in (["--layers", "3"], ["--T", "3"], ["--teachers", "centred"], ["--rho", "0.5", "0.5"]):
+    for argv in (["--layers", "4"], ["--T", "3"], ["--teachers", "centred"], ["--rho", "0.5", "0.5"]):
         assert cli.main(["threshold", "--channel", "deep-hardmax", "--c", "0.5", *argv]) == 2

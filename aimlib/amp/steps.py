@@ -120,7 +120,13 @@ def _effective_observations(S_hat, B, sum_w, sum_tr, d, xp, dt):
         raise ConvergenceError("g_out returned non-finite values")
     if np.any(np.diag(sum_w) <= 0.0):
         raise ConvergenceError("all g_out values of a layer vanish, so its effective noise Delta is infinite")
-    A_inv = np.linalg.inv(2.0 * sum_w / (d * d))
+    F_hat = 2.0 * sum_w / (d * d)
+    if np.linalg.cond(F_hat) > 1e12:
+        raise ConvergenceError(f"the layers' output moment matrix is singular (condition number "
+                               f"{np.linalg.cond(F_hat):.3g}): some layers' g_out are proportional on every sample, "
+                               "so one denoiser per layer cannot tell them apart (three hardmax layers at the "
+                               "uninformative start)")
+    A_inv = np.linalg.inv(F_hat)
     centred = [Bl - tr * xp.eye(d, dtype=dt) for Bl, tr in zip(B, sum_tr)]
     R = []
     for ell in range(len(S_hat)):

@@ -12,11 +12,11 @@ from .softmax_noisy import NoisySoftmax
 __all__ = ["CHANNELS", "PARAMETERS", "T2_ONLY", "make_channel"]
 
 #: the channel names and the parameters each one takes
-PARAMETERS = {"softmax": ("beta", "noise"), "hardmax": ("noise",), "linear": ("noise",), "deep-hardmax": ("c",)}
+PARAMETERS = {"softmax": ("beta", "noise"), "hardmax": ("noise",), "linear": ("noise",), "deep-hardmax": ("c", "layers")}
 CHANNELS = {"softmax": Softmax, "hardmax": Hardmax, "linear": Linear, "deep-hardmax": DeepAttention}
 #: the channels whose Bayes side exists for ``T = 2`` only, and why
 T2_ONLY = {"hardmax": "its Bayes side is a bivariate orthant probability",
-           "deep-hardmax": "its Bayes side is tabulated for two hardmax layers at T = 2"}
+           "deep-hardmax": "its Bayes side is tabulated for hardmax layers at T = 2"}
 
 
 def make_channel(channel="softmax", **params) -> Channel:
@@ -28,7 +28,8 @@ def make_channel(channel="softmax", **params) -> Channel:
         The channel.  An instance is returned as it is (no ``params`` allowed).
     **params
         ``beta`` (softmax only), ``noise`` (label-noise variance; not for deep-hardmax)
-        and ``c`` (the residual strength of deep-hardmax, two hardmax attention layers).
+        ``c`` and ``layers`` (the residual strength and the number of layers, 2 or 3, of
+        deep-hardmax, hardmax attention layers).
         A parameter the channel does not take is refused; ``None`` means "not given".  ``softmax`` with
         ``noise > 0`` gives a :class:`~aimlib.channels.softmax_noisy.NoisySoftmax`.
     """

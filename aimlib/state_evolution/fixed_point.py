@@ -14,7 +14,8 @@ Q0_c - q_c``, the estimation error of component ``c``.
 
 A channel whose output mixes its layers (``joint_output``) with teachers that share a
 known part (priors of non-zero mean, e.g. Wishart) has correlated estimates and a
-cross term; there one overlap per layer is not the Bayes state evolution.  What
+cross term, and three hardmax layers have one for every prior (:func:`cross_terms`);
+there one overlap per layer is not the Bayes state evolution.  What
 :func:`fixed_point` iterates then is GAMP-RIE's with one denoiser per layer
 (:meth:`~aimlib.channels.DeepAttention.separable_fisher`, an upper bound on the Bayes
 error), and :func:`oracle_fixed_point` gives the lower bound of the oracle that knows the
@@ -33,7 +34,7 @@ from ..errors import ConvergenceError, check_on_max_iter, max_iter_reached
 from ..priors import make_priors
 
 __all__ = ["SEResult", "fixed_point", "oracle_fixed_point", "components", "prior_side", "check_joint_law",
-           "shares_known_part", "PREDICTIONS"]
+           "shares_known_part", "cross_terms", "PREDICTIONS"]
 
 #: what a fixed point predicts (:attr:`SEResult.prediction`)
 PREDICTIONS = {"bayes": "the Bayes-optimal error (replica-symmetric)",
@@ -85,10 +86,11 @@ def _law(ch, priors, T):
     """``(F, prediction)``: the map ``q -> F_c(q)`` the state evolution iterates, and what it predicts.
 
     The channel's :meth:`~aimlib.channels.base.Channel.fisher` (the Bayes state evolution), or
-    for teachers that :func:`shares_known_part` the channel's ``separable_fisher`` (GAMP-RIE
-    with one denoiser per layer).
+    where the output has :func:`cross_terms` for these priors (teachers that
+    :func:`shares_known_part`, or three hardmax layers) the channel's ``separable_fisher``
+    (GAMP-RIE with one denoiser per layer).
     """
-    if shares_known_part(ch, priors):
+    if cross_terms(ch, priors):
         shared = tuple(p.mean_square() for p in priors)
         return (lambda q, Q0: np.asarray(ch.separable_fisher(tuple(q), tuple(Q0), T, shared))), "separable-gamp"
     if len(priors) == 1 and len(priors[0].sectors) == 1:
@@ -107,14 +109,25 @@ def shares_known_part(ch, priors) -> bool:
     return bool(ch.joint_output and any(p.mean_square() > 0 for p in priors))
 
 
+def cross_terms(ch, priors) -> bool:
+    """Whether the output has cross terms between the layers for ``priors``, so that one overlap per
+    layer is not the Bayes state evolution: teachers that :func:`shares_known_part`, or a channel
+    whose ``correlated_layers(priors)`` says so (three hardmax layers, for every prior)."""
+    return shares_known_part(ch, priors) or bool(getattr(ch, "correlated_layers", lambda _: False)(priors))
+
+
 def check_joint_law(ch, priors) -> None:
-    """Refuse priors that :func:`shares_known_part`: the Bayes free entropy of such a model needs a
-    cross overlap between the layers, which one overlap per layer does not carry."""
+    """Refuse priors for which the output has :func:`cross_terms`: the Bayes free entropy of such a
+    model needs a cross overlap between the layers, which one overlap per layer does not carry."""
     if shares_known_part(ch, priors):
         raise ValueError(f"the {ch.name} free entropy needs teachers of zero mean (centred: "
                          f"aimlib.priors.Centred, --teachers centred), got {', '.join(map(repr, priors))}: "
                          "the layers of Wishart teachers share the index of sqrt(rho) I, and their Bayes "
                          "state evolution needs a cross overlap that one overlap per layer does not carry")
+    if cross_terms(ch, priors):
+        raise ValueError(f"the free entropy of {ch!r} is not available: its output has a cross term between "
+                         f"layers for the priors {', '.join(map(repr, priors))}, and its Bayes state "
+                         "evolution needs a cross overlap that one overlap per layer does not carry")
 
 
 def components(priors) -> tuple:

@@ -1,0 +1,182 @@
+r"""The Bayes side of ``L`` hardmax attention layers at ``T = 2``: the sum over pattern histories.
+
+The network (book, chapter "Deep attention"; :class:`aimlib.channels.DeepAttention`) mixes the
+tokens layer by layer, ``X_l = A_l X_{l-1}`` with ``A_l = c I + P_l``, so layer ``l`` sees
+``M_{l-1} h^(l) M_{l-1}^T`` with ``M_l = A_l ... A_1`` (``M_0 = I``).  Its hardmax pattern
+``P_l`` is fixed by the signs ``s_l`` of ``u = L(M_{l-1}) (h_11, h_12, h_22)``
+(:func:`~aimlib.channels.deep_patterns.mixed_functionals`), linear in that layer's own index
+once the earlier patterns are given.  With ``h_l ~ N(omega_l, V_l Sigma)`` independently,
+
+.. math::  Z_{\rm out}(t) = \sum_{s_1, \dots, s_{L-1}} \prod_{l=1}^{L} b_l(s_l \mid M_{l-1}; \omega_l, V_l),
+           \qquad s_L = t,
+
+a sum over the ``4^(L-1)`` pattern histories of products of bivariate normal orthant
+probabilities (:func:`log_z_and_g`; for ``L = 2`` the four-pattern sum of
+:mod:`aimlib.channels.deep_patterns`, to rounding).
+
+Output moments of three layers (centred teachers, ``omega_l ~ N(0, lambda_l Sigma)``
+independently, ``V = 1``): ``G_ll' = 2 sum_{a<=b} Sigma_ab E sum_t Z_out g_{l,ab} g_{l',ab}``
+by a fixed scrambled Sobol set in nine dimensions (:func:`fisher_matrix3_direct`).  The map
+``(omega_3, h_3) -> -(omega_3, h_3)`` flips ``t`` and ``g_3`` and leaves ``g_1, g_2``:
+``G_13 = G_23 = 0`` exactly, while ``G_12`` is not zero (measured: book, chapter "Deep
+attention"), so the layers' state evolution is GAMP-RIE's with one denoiser per layer.
+:func:`fisher_matrix3` reads ``G`` from Chebyshev interpolants (``aimlib/data``), with
+``G_13 = G_23 = 0``: the Sobol average over the point set mirrored in ``omega_3``.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import norm, qmc
+
+from .deep_patterns import (ENTRY_VAR, LAMBDA_MAX, PATTERNS, chebyshev_fit, entries, history_posterior,
+                            lambda_coordinate, lambda_nodes, layer1_terms, load_tables, mixed_terms, pattern_matrix,
+                            save_tables, sigma_products, symmetric_matrix)
+
+__all__ = ["prefix_terms", "log_z_and_g", "mixing_matrices", "fisher_matrix3_direct", "build_tables3",
+           "write_tables3", "fisher_matrix3", "separable_scaled3", "SOBOL3_LOG2", "SOBOL3_SEED", "CHEB3_DEG",
+           "STORED_RESIDUALS3", "TABLES3"]
+
+SOBOL3_LOG2 = 13        # 2^13 scrambled Sobol points for the nine omega entries of three layers
+SOBOL3_SEED = 20251201  # the fixed scramble of the three-layer set
+CHEB3_DEG = 8           # degree of the three-layer Chebyshev interpolants per lambda axis (729 nodes)
+#: residual strengths whose three-layer interpolants ship with the package
+STORED_RESIDUALS3 = (0.5,)
+TABLES3 = Path(__file__).resolve().parents[1] / "data" / "deep_hardmax3_tables.npz"
+
+
+def _residual_matrices(c: float) -> list:
+    """``A = c I + P`` for the four patterns, in the order of :data:`~aimlib.channels.deep_patterns.PATTERNS`."""
+    return [c * np.eye(2) + pattern_matrix(*s) for s in PATTERNS]
+
+
+def mixing_matrices(c: float, L: int) -> list:
+    """``M_{L-1} = A_{L-1} ... A_1`` for each of the ``4^(L-1)`` histories (``L >= 2``), ``s_1`` slowest."""
+    Ms = _residual_matrices(c)
+    for _ in range(L - 2):
+        Ms = [A @ M for M in Ms for A in _residual_matrices(c)]
+    return Ms
+
+
+def prefix_terms(c: float, omega, V):
+    r"""The first ``L - 1`` layers over the ``4^(L-1)`` histories ``(s_1, ..., s_{L-1})``.
+
+    ``omega`` has shape ``(..., L, 2, 2)``, ``V`` one variance per layer.  Returns
+    ``(logs, grads, Ms)``: ``logs[..., H] = sum_{l < L} log b_l(s_l | M_{l-1})``, ``grads`` the
+    gradients of those terms per layer (entries, ``(..., H, 3)``), and ``Ms`` the mixing
+    matrices ``M_{L-1}`` that the last layer sees.  Histories are ordered with ``s_1`` slowest.
+    """
+    log_a, g1 = layer1_terms(omega[..., 0, :, :], V[0])
+    logs, grads, Ms = log_a, [entries(g1)], _residual_matrices(c)
+    for ell in range(1, omega.shape[-3] - 1):
+        parts = [mixed_terms(Ms, np.array(s), omega[..., ell, :, :], V[ell]) for s in PATTERNS]
+        log_b = np.stack([p[0] for p in parts], -1).reshape(logs.shape[:-1] + (-1,))   # (M, s) with s fastest
+        g_b = np.stack([p[1] for p in parts], -2).reshape(logs.shape[:-1] + (-1, 3))
+        logs = np.repeat(logs, 4, axis=-1) + log_b
+        grads = [np.repeat(g, 4, axis=-2) for g in grads] + [g_b]
+        Ms = [A @ M for M in Ms for A in _residual_matrices(c)]
+    return logs, grads, Ms
+
+
+def log_z_and_g(c: float, t, omega, V):
+    """``(log Z_out, g)``: the history sum of ``L`` layers for the output signs ``t`` (``(..., 2)``),
+    ``g`` of shape ``(..., L, 2, 2)`` (:func:`~aimlib.channels.deep_patterns.history_posterior`)."""
+    logs, grads, Ms = prefix_terms(c, omega, V)
+    log_b, g_last = mixed_terms(Ms, t, omega[..., -1, :, :], V[-1])
+    return history_posterior(logs + log_b, grads + [g_last])
+
+
+# -- G of three layers: deterministic quasi-Monte Carlo over omega, exact sum over the outputs --
+
+@lru_cache(maxsize=2)
+def _sobol_normals3(log2: int) -> np.ndarray:
+    return norm.ppf(qmc.Sobol(d=9, scramble=True, seed=SOBOL3_SEED).random_base2(log2))
+
+
+def fisher_matrix3_direct(c: float, lam1: float, lam2: float, lam3: float, *,
+                          sobol_log2: int = SOBOL3_LOG2) -> np.ndarray:
+    r"""``G`` (3 x 3) of three layers with ``E[<g_l, g_l'>_Sigma] = G_ll' / sqrt(V_l V_l')``, centred teachers.
+
+    At ``V = (1, 1, 1)`` and independent ``omega_l ~ N(0, lambda_l Sigma)``:
+    ``G_ll' = 2 sum_{a<=b} Sigma_ab E_omega sum_t Z_out(t) g_{l,ab}(t) g_{l',ab}(t)``, the four
+    outputs ``t`` summed exactly and ``omega`` averaged over ``2^sobol_log2`` scrambled Sobol
+    points (fixed scramble).  The off-diagonal entries are as measured on that point set:
+    ``G_13``, ``G_23`` vanish as integrals (layer-3 sign flip), their values here are the
+    quasi-Monte Carlo error.
+    """
+    z = _sobol_normals3(sobol_log2)
+    lam = (lam1, lam2, lam3)
+    omega = np.stack([symmetric_matrix(z[:, 3 * ell:3 * ell + 3] * np.sqrt(ENTRY_VAR * lam[ell]))
+                      for ell in range(3)], axis=1)
+    logs, grads, Ms = prefix_terms(c, omega, (1.0, 1.0, 1.0))     # the same for every output
+    G = np.zeros((3, 3))
+    for t in PATTERNS:
+        log_b, g3 = mixed_terms(Ms, np.array(t), omega[:, 2], 1.0)
+        logz, g = history_posterior(logs + log_b, grads + [g3])
+        G += sigma_products(np.exp(logz), g, g)
+    return G
+
+
+def build_tables3(c: float) -> np.ndarray:
+    r"""Chebyshev coefficients ``(4, deg+1, deg+1, deg+1)`` for ``c``: ``log G_11``, ``log G_22``,
+    ``log G_33`` and the correlation ``G_12 / sqrt(G_11 G_22)`` in ``x_l = 1/sqrt(1 + lambda_l)``
+    (the map of the two-layer tables)."""
+    lam = lambda_nodes(CHEB3_DEG)
+    G = np.array([[[fisher_matrix3_direct(c, a, b, e) for e in lam] for b in lam] for a in lam])
+    vals = [np.log(G[..., 0, 0]), np.log(G[..., 1, 1]), np.log(G[..., 2, 2]),
+            G[..., 0, 1] / np.sqrt(G[..., 0, 0] * G[..., 1, 1])]
+    return np.stack([chebyshev_fit(f, (CHEB3_DEG,) * 3) for f in vals])
+
+
+def _table_settings3() -> np.ndarray:
+    return np.array([SOBOL3_LOG2, CHEB3_DEG, LAMBDA_MAX, SOBOL3_SEED], dtype=float)
+
+
+def write_tables3(path=TABLES3, residuals=STORED_RESIDUALS3) -> Path:
+    """Build the three-layer tables of ``residuals`` and store them (``aimlib/data/deep_hardmax3_tables.md``)."""
+    return save_tables(path, residuals, _table_settings3(), coef=np.stack([build_tables3(c) for c in residuals]))
+
+
+@lru_cache(maxsize=1)
+def _stored3() -> dict:
+    """The stored three-layer tables by ``c`` (:func:`~aimlib.channels.deep_patterns.load_tables`)."""
+    return {c: coef for c, (coef,) in load_tables(TABLES3, _table_settings3(), ("coef",)).items()}
+
+
+@lru_cache(maxsize=8)
+def _tables3(c: float) -> np.ndarray:
+    """The coefficients for ``c``: stored for :data:`STORED_RESIDUALS3`, built otherwise (729 evaluations)."""
+    stored = _stored3().get(c)
+    return stored if stored is not None else build_tables3(c)
+
+
+def fisher_matrix3(c: float, lam1: float, lam2: float, lam3: float) -> np.ndarray:
+    """``G`` (3 x 3) of :func:`fisher_matrix3_direct` from the interpolants, with ``G_13 = G_23 = 0``.
+
+    Interpolated: ``log G_ll`` and ``r_12 = G_12 / sqrt(G_11 G_22)`` (clipped to ``[-1, 1]``; it is 1
+    at ``lambda = 0``).  Stored for :data:`STORED_RESIDUALS3`; for another ``c`` built once per session.
+
+    Accuracy against :func:`fisher_matrix3_direct` (measured at ``c = 0.5``): 0.6 % on the diagonal for
+    ``lambda_l <= 20``, 1.3 % at ``lambda_1 = 40``, 3 % at ``lambda ~ (300, 150, 50)``; ``G_12`` within
+    ``2.5e-3 sqrt(G_11 G_22)``.  At ``lambda = 0`` the separable ``G_11 (1 - r_12^2)`` is ``8e-5``
+    instead of 0 (``r_12`` interpolated to ``1 - 1e-3``).
+    """
+    u = lambda_coordinate([lam1, lam2, lam3])
+    f = [np.polynomial.chebyshev.chebval3d(u[0], u[1], u[2], C) for C in _tables3(float(c))]
+    d = np.exp(f[:3])
+    G = np.diag(d)
+    G[0, 1] = G[1, 0] = float(np.clip(f[3], -1.0, 1.0)) * np.sqrt(d[0] * d[1])
+    return G
+
+
+def separable_scaled3(c: float, lam1: float, lam2: float, lam3: float) -> np.ndarray:
+    r"""``V_l / (A^{-1})_ll`` of three layers: ``(G_11 - G_12^2/G_22, G_22 - G_12^2/G_11, G_33)``.
+
+    The Schur complements of :func:`fisher_matrix3` (``A = G / sqrt(V V^T)``, ``A_13 = A_23 = 0``):
+    one denoiser per layer sees layer ``l`` with ``qhat_l = alpha G_l^sep / V_l``.  Zero for layers
+    1 and 2 where ``r_12 = 1`` (at ``lambda = 0``).
+    """
+    G = fisher_matrix3(c, lam1, lam2, lam3)
+    return np.maximum(np.diag(G) - np.array([G[0, 1] ** 2 / G[1, 1], G[0, 1] ** 2 / G[0, 0], 0.0]), 0.0)
