@@ -181,6 +181,15 @@ def test_deep_panel_data_match_the_two_layer_state_evolution():
     assert before != after and p.last_data["params"]["rho2"] == 2.0
     p.controls["alpha_range"].value = "2, 0.1"
     assert "lower end" in _readable(p)
+    # Wishart teachers: GAMP-RIE's separable state evolution, above the oracle's lower bound
+    p.controls["alpha_range"].value = "0.1, 2"
+    p.controls["rho2"].value = 0.5
+    p.controls["teachers"].value = "wishart"
+    d = p.last_data
+    assert p.error == "" and d["params"]["teachers"] == "wishart"
+    upper = se.fixed_point(d["alpha"][i], DeepAttention(c=0.5), T=2, rho=(0.5, 0.5), tol=1e-10)
+    assert upper.prediction == "separable-gamp"
+    assert (d["mmse_1"][i], d["mmse_2"][i]) == pytest.approx(upper.mmse, abs=1e-6)
 
 
 def test_untied_panel_data_match_both_state_evolutions():

@@ -8,17 +8,17 @@ estimate ``S_l`` and predicted error ``m_l``:
     V_{l,ab} &= \Sigma_{ab} m_l, \qquad
     \omega^\mu_l = h^\mu(S_l) - V_l \odot g^\mu_{l,\rm prev}, \qquad
     g^\mu = g_{\rm out}(y^\mu, \omega^\mu, m), \\
-    A_{ll'} &= \frac{2}{d^2} \sum_\mu \sum_{a\le b} \Sigma_{ab}\, g^\mu_{l,ab} g^\mu_{l',ab}, \qquad
+    \hat F_{ll'} &= \frac{2}{d^2} \sum_\mu \sum_{a\le b} \Sigma_{ab}\, g^\mu_{l,ab} g^\mu_{l',ab}, \qquad
     B_l = \frac{2}{d}\frac{1}{\sqrt d}
          \Big[\sum_\mu X_\mu^\top G^\mu_l X_\mu - \Big(\sum_\mu \sum_a g^\mu_{l,aa}\Big) I_d\Big], \\
-    R_l &= S_l + \sum_{l'} (A^{-1})_{ll'} B_{l'}, \qquad \Delta_l = (A^{-1})_{ll},
+    R_l &= S_l + \sum_{l'} (\hat F^{-1})_{ll'} B_{l'}, \qquad \Delta_l = (\hat F^{-1})_{ll},
     \qquad G_{aa} = g_{aa},\; G_{ab} = g_{ab}/2 .
 
-``B = A (S - S_hat) + A^{1/2} xi`` (the Nishimori identity ``-E[dg_l/domega_l'] = E[g_l g_l']``),
+``B = F_hat (S - S_hat) + F_hat^{1/2} xi`` (the Nishimori identity ``-E[dg_l/domega_l'] = E[g_l g_l']``),
 so ``R_l`` is the teacher ``S_l`` seen through Gaussian noise of variance ``Delta_l``.  One
-layer: ``Delta = 1/A``.  Layers whose outputs are correlated (a cross term ``A_12 != 0``,
-book chapter "Deep attention") need the full matrix ``A``; with its diagonal alone ``R_1``
-would carry the other layer's error ``(A_12/A_11)(S_2 - S_hat_2)``.  A channel whose output
+layer: ``Delta = 1/F_hat``.  Layers whose outputs are correlated (a cross term ``F_12 != 0``,
+book chapter "Deep attention") need the full matrix ``F_hat``; with its diagonal alone ``R_1``
+would carry the other layer's error ``(F_12/F_11)(S_2 - S_hat_2)``.  A channel whose output
 factorises over its indices (``joint_output`` false: heads side by side) has ``dg_l/domega_l' = 0``
 for ``l != l'`` on every sample, and keeps the diagonal.
 
@@ -115,7 +115,7 @@ def channel_step(p, S_hat, V, V_ons, g_prev, g_new, t):
 
 
 def _effective_observations(S_hat, B, sum_w, sum_tr, d, xp, dt):
-    """``(Delta, R, None)`` from the sums of one channel step: ``R = S_hat + A^{-1} B`` (module docstring)."""
+    """``(Delta, R, None)`` from the sums of one channel step: ``R = S_hat + F_hat^{-1} B`` (module docstring)."""
     if not (np.all(np.isfinite(sum_w)) and np.all(np.isfinite(sum_tr))):
         raise ConvergenceError("g_out returned non-finite values")
     if np.any(np.diag(sum_w) <= 0.0):
@@ -126,15 +126,15 @@ def _effective_observations(S_hat, B, sum_w, sum_tr, d, xp, dt):
                                f"{np.linalg.cond(F_hat):.3g}): some layers' g_out are proportional on every sample, "
                                "so one denoiser per layer cannot tell them apart (three hardmax layers at the "
                                "uninformative start)")
-    A_inv = np.linalg.inv(F_hat)
+    F_inv = np.linalg.inv(F_hat)
     centred = [Bl - tr * xp.eye(d, dtype=dt) for Bl, tr in zip(B, sum_tr)]
     R = []
     for ell in range(len(S_hat)):
-        Rl = S_hat[ell] + sum((2.0 * float(A_inv[ell, k]) / d) * Ck / math.sqrt(d) for k, Ck in enumerate(centred))
+        Rl = S_hat[ell] + sum((2.0 * float(F_inv[ell, k]) / d) * Ck / math.sqrt(d) for k, Ck in enumerate(centred))
         R.append((Rl + Rl.T) / 2)
         if not bool(xp.all(xp.isfinite(R[-1]))):
             raise ConvergenceError("the effective observation R is not finite")
-    return [(float(x),) for x in np.diag(A_inv)], R, None
+    return [(float(x),) for x in np.diag(F_inv)], R, None
 
 
 def prior_step(p, R, delta, noise=None):

@@ -144,19 +144,19 @@ class DeepAttention(Channel):
         return self.n_indices == 3 or any(p.mean_square() > 0 for p in priors)
 
     def separable_fisher(self, q, Q0, T, shared):
-        r"""``F_l = 1 / (A^{-1})_ll``: the state evolution of GAMP-RIE with one denoiser per layer.
+        r"""``F_l^sep = 1 / (F^{-1})_ll``: the state evolution of GAMP-RIE with one denoiser per layer.
 
-        Teachers ``S_l = m_l I + F_l`` with a known part of squared norm ``s_l = m_l^2``
+        Teachers ``S_l = m_l I + C_l`` (``C_l`` centred) with a known part of squared norm ``s_l = m_l^2``
         (``m_l >= 0``; Wishart: ``s_l = rho_l``) give the estimates ``omega_l = sqrt(s_l) z_0 +
-        sqrt(q_l - s_l) z_l``, correlation ``r = sqrt(s_1 s_2 / (q_1 q_2))``.  With
-        ``A_ll' = G_ll'(lambda, r) / sqrt(V_l V_l')`` (:func:`~aimlib.channels.deep_patterns.fisher_matrix`),
-        GAMP's effective observations are ``R = S + (alpha A)^{-1/2} xi``: layer ``l`` sees its
-        teacher through Gaussian noise of variance ``(A^{-1})_ll / alpha``, and one denoiser per
-        layer reaches ``qhat_l = alpha / (A^{-1})_ll``.  A cross term ``A_12 != 0`` lowers it
-        below ``alpha A_ll``.  An algorithm's error: an upper bound on the Bayes error.
+        sqrt(q_l - s_l) z_l``, correlation ``r = sqrt(s_1 s_2 / (q_1 q_2))``.  With the moment matrix
+        ``F_ll' = G_ll'(lambda, r) / sqrt(V_l V_l')`` (:func:`~aimlib.channels.deep_patterns.fisher_matrix`),
+        GAMP's effective observations are ``R = S + (alpha F)^{-1/2} xi``: layer ``l`` sees its
+        teacher through Gaussian noise of variance ``(F^{-1})_ll / alpha``, and one denoiser per
+        layer reaches ``qhat_l = alpha / (F^{-1})_ll``.  A cross term ``F_12 != 0`` lowers it
+        below ``alpha F_ll``.  An algorithm's error: an upper bound on the Bayes error.
 
-        Three layers (centred teachers only, ``shared = 0``): ``A_13 = A_23 = 0`` and
-        ``F = (G_11 (1 - r_12^2), G_22 (1 - r_12^2), G_33) / V`` with ``r_12 = G_12 / sqrt(G_11 G_22)``
+        Three layers (centred teachers only, ``shared = 0``): ``F_13 = F_23 = 0`` and
+        ``F^sep = (G_11 (1 - r_12^2), G_22 (1 - r_12^2), G_33) / V`` with ``r_12 = G_12 / sqrt(G_11 G_22)``
         (:func:`~aimlib.channels.deep_histories.fisher_matrix3`); ``r_12 = 1`` at ``lambda = 0``, so
         layers 1 and 2 get no information until layer 3 is learned.
         """
@@ -168,8 +168,8 @@ class DeepAttention(Channel):
                                           f"implemented, got shared={s}; use centred teachers")
             return tuple(separable_scaled3(self.c, *(q / V)) / V)
         r = float(np.sqrt(s[0] * s[1] / (q[0] * q[1]))) if min(q) > 0 else 0.0
-        A = fisher_matrix(self.c, q[0] / V[0], q[1] / V[1], min(r, 1.0)) / np.sqrt(np.outer(V, V))
-        return tuple(1.0 / np.diag(np.linalg.inv(A)))
+        F = fisher_matrix(self.c, q[0] / V[0], q[1] / V[1], min(r, 1.0)) / np.sqrt(np.outer(V, V))
+        return tuple(1.0 / np.diag(np.linalg.inv(F)))
 
     def oracle_fisher(self, layer: int, q: float, Q0, T, shared=(0.0, 0.0)) -> float:
         r"""``F`` of layer ``layer`` for the oracle given the other teacher: ``G / V`` (:func:`~aimlib.channels.deep_patterns.oracle_fisher_scaled`).
@@ -205,18 +205,18 @@ class DeepAttention(Channel):
         return to_device(g, xp)
 
     def output_moments(self, q, Q0, *, shared=0.0, n: int = 60_000, seed=0):
-        r"""``M_{ll'} = 2 sum_{a<=b} Sigma_ab E[g_{l,ab} g_{l',ab}]`` by Monte Carlo, with standard errors.
+        r"""``F_{ll'} = 2 sum_{a<=b} Sigma_ab E[g_{l,ab} g_{l',ab}]`` by Monte Carlo, with standard errors.
 
         The estimates are ``omega_l = sqrt(s_l) z_0 + sqrt(q_l - s_l) z_l`` (``z_0, ..., z_L``
         independent, each ``N(0, Sigma)``; ``s = shared``, one value or one per layer) and
-        ``h_l | omega ~ N(omega_l, (Q0_l - q_l) Sigma)``.  Wishart teachers ``S_l = sqrt(rho_l) I + F_l``
+        ``h_l | omega ~ N(omega_l, (Q0_l - q_l) Sigma)``.  Wishart teachers ``S_l = sqrt(rho_l) I + C_l``
         share the index of the identity, ``s = rho`` (book, chapter "Deep attention"); centred
-        teachers have ``s = 0``, the law of :meth:`fisher`.  The diagonal of ``M`` is ``F_l``
+        teachers have ``s = 0``, the law of :meth:`fisher`.  The diagonal of ``F`` is ``F_l``
         under that law, the off-diagonal the cross terms a diagonal state evolution drops.
 
         Returns
         -------
-        (M, se) : two (L, L) arrays, the moments and their standard errors.
+        (F, se) : two (L, L) arrays, the moments and their standard errors.
         """
         rng = v.generator(seed)
         L = self.n_indices

@@ -172,9 +172,9 @@ def fisher_matrix3(c: float, lam1: float, lam2: float, lam3: float) -> np.ndarra
 
 
 def separable_scaled3(c: float, lam1: float, lam2: float, lam3: float) -> np.ndarray:
-    r"""``V_l / (A^{-1})_ll`` of three layers: ``(G_11 - G_12^2/G_22, G_22 - G_12^2/G_11, G_33)``.
+    r"""``V_l / (F^{-1})_ll`` of three layers: ``(G_11 - G_12^2/G_22, G_22 - G_12^2/G_11, G_33)``.
 
-    The Schur complements of :func:`fisher_matrix3` (``A = G / sqrt(V V^T)``, ``A_13 = A_23 = 0``):
+    The Schur complements of :func:`fisher_matrix3` (the moment matrix ``F = G / sqrt(V V^T)``, ``F_13 = F_23 = 0``):
     one denoiser per layer sees layer ``l`` with ``qhat_l = alpha G_l^sep / V_l``.  Zero for layers
     1 and 2 where ``r_12 = 1`` (at ``lambda = 0``).
     """

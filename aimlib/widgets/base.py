@@ -42,7 +42,7 @@ from ..channels.registry import T2_ONLY
 from ..plotting import MAX_WIDTH, book_style
 from ..errors import ConvergenceError
 from ..model import estimation_error
-from ..priors import Centred
+from ..priors import make_priors
 
 W = optional_import("ipywidgets", "aimlib.widgets")
 Image = optional_import("IPython.display", "aimlib.widgets").Image
@@ -223,14 +223,17 @@ def spectrum_sample_cached(d: int, delta: float, rho: float, seed: int) -> dict:
 
 
 @functools.lru_cache(maxsize=64)
-def deep_curve_cached(c: float, rho1: float, rho2: float, lo: float, hi: float, n: int) -> tuple:
+def deep_curve_cached(c: float, rho1: float, rho2: float, lo: float, hi: float, n: int,
+                      teachers: str = "centred") -> tuple:
     """``(alphas, E_1, E_2)`` of the two-layer state evolution on a log grid (cached; arguments rounded).
 
-    Centred teachers (:class:`aimlib.priors.Centred`), for which it is exact: the layers of
-    Wishart teachers share the index of ``sqrt(rho) I`` (book, chapter "Deep attention").
+    Centred teachers (:class:`aimlib.priors.Centred`): the Bayes error (exact).  Wishart
+    teachers, whose layers share the index of ``sqrt(rho) I``: the state evolution of GAMP-RIE
+    with one denoiser per layer, an upper bound on the Bayes error (book, chapter "Deep attention").
     """
     alphas = _alpha_grid(lo, hi, "log", n)
-    mmse = se.curve(alphas, DeepAttention(c=c), T=2, rho=(Centred(rho1), Centred(rho2)), tol=1e-8).mmse
+    priors = make_priors(DeepAttention(c=c), (rho1, rho2), teachers)
+    mmse = se.curve(alphas, DeepAttention(c=c), T=2, rho=priors, tol=1e-8).mmse
     for a in (alphas, mmse):
         a.setflags(write=False)
     return alphas, mmse[:, 0], mmse[:, 1]

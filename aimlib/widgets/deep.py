@@ -1,4 +1,4 @@
-"""The deep-attention panel: both layers' Bayes-optimal errors against alpha, for two hardmax layers."""
+"""The deep-attention panel: both layers' errors against alpha, for two hardmax layers and either teacher family."""
 from __future__ import annotations
 
 from ..channels.deep_patterns import STORED_RESIDUALS
@@ -13,13 +13,14 @@ class _DeepPanel(Panel):
     def _params(self):
         ctl = self.controls
         lo, hi = parse_range("alpha range", ctl["alpha_range"].value, *ALPHA_BOUNDS)
-        return {"c": float(ctl["c"].value),
+        return {"c": float(ctl["c"].value), "teachers": ctl["teachers"].value,
                 "rho1": round_sig(number("rho_1", ctl["rho1"].value, *RHO_BOUNDS)),
                 "rho2": round_sig(number("rho_2", ctl["rho2"].value, *RHO_BOUNDS)),
                 "lo": round_sig(lo), "hi": round_sig(hi)}
 
     def _compute(self, p):
-        alphas, e1, e2 = deep_curve_cached(p["c"], p["rho1"], p["rho2"], p["lo"], p["hi"], N_POINTS)
+        alphas, e1, e2 = deep_curve_cached(p["c"], p["rho1"], p["rho2"], p["lo"], p["hi"], N_POINTS,
+                                           p["teachers"])
         _, one = se_curve_cached("hardmax", 2, Centred(p["rho2"]), p["lo"], p["hi"], "log", N_POINTS)
         return {"params": p, "alpha": alphas, "mmse_1": e1, "mmse_2": e2, "one_layer": one}
 
@@ -27,8 +28,9 @@ class _DeepPanel(Panel):
         p = data["params"]
         fig, (ax,) = figure()
         a = data["alpha"]
-        ax.plot(a, data["mmse_1"], lw=2, label=f"layer 1 (ρ₁ = {p['rho1']:g})")
-        ax.plot(a, data["mmse_2"], lw=2, label=f"layer 2 (ρ₂ = {p['rho2']:g})")
+        what = "" if p["teachers"] == "centred" else ", GAMP-RIE: upper bound"
+        ax.plot(a, data["mmse_1"], lw=2, label=f"layer 1 (ρ₁ = {p['rho1']:g}{what})")
+        ax.plot(a, data["mmse_2"], lw=2, label=f"layer 2 (ρ₂ = {p['rho2']:g}{what})")
         ax.plot(a, data["one_layer"], "k:", lw=1.5, label=f"one hardmax layer, ρ = {p['rho2']:g}")
         ax.set_xscale("log")
         ax.minorticks_off()
@@ -37,23 +39,27 @@ class _DeepPanel(Panel):
         return fig
 
 
-def deep_panel(c: float = 0.5, rho1: float = 0.5, rho2: float = 0.5, alpha_range: str = "0.05, 3") -> Panel:
-    """Two hardmax attention layers (``T = 2``, centred teachers): each layer's SE error against ``alpha``.
+def deep_panel(c: float = 0.5, rho1: float = 0.5, rho2: float = 0.5, alpha_range: str = "0.05, 3",
+               teachers: str = "centred") -> Panel:
+    """Two hardmax attention layers (``T = 2``): each layer's SE error against ``alpha``.
 
     Controls: ``c`` (residual strength, the values whose output functions are
-    stored, ``deep_patterns.STORED_RESIDUALS``), ``rho1``, ``rho2`` (log
-    sliders) and ``alpha_range`` (text).  ``panel.last_data``: ``params``,
+    stored, ``deep_patterns.STORED_RESIDUALS``), ``teachers`` (``centred``: the Bayes
+    error; ``wishart``: GAMP-RIE's state evolution, an upper bound on it), ``rho1``,
+    ``rho2`` (log sliders) and ``alpha_range`` (text).  ``panel.last_data``: ``params``,
     ``alpha``, ``mmse_1``, ``mmse_2`` (from :func:`aimlib.state_evolution.curve`
     with :class:`aimlib.channels.DeepAttention`) and ``one_layer`` (one hardmax
-    layer at ``rho2``, for comparison), all for centred teachers (:class:`aimlib.priors.Centred`).
+    layer with a centred teacher at ``rho2``, for comparison).
     """
     controls = {
         "c": dropdown(STORED_RESIDUALS, c, "c"),
+        "teachers": dropdown(("centred", "wishart"), teachers, "teachers"),
         "rho1": log_slider(rho1, 0.05, 5.0, "ρ₁"),
         "rho2": log_slider(rho2, 0.05, 5.0, "ρ₂"),
         "alpha_range": range_text(alpha_range),
     }
-    rows = [W.HBox([controls["c"], controls["rho1"], controls["rho2"]]), W.HBox([controls["alpha_range"]])]
+    rows = [W.HBox([controls["c"], controls["rho1"], controls["rho2"]]),
+            W.HBox([controls["teachers"], controls["alpha_range"]])]
     panel = _DeepPanel("Deep attention: which layer is learned first", controls, rows,
                        note="two hardmax layers, T = 2")
     panel.redraw()
