@@ -272,12 +272,10 @@ def _gd_arguments(p):
 def _gd_run(args) -> int:
     if len(args.rho) != 1:
         raise UsageError(f"--rho must hold one width ratio for gd, got {len(args.rho)}")
-    if args.teachers != "wishart":
-        raise UsageError("--teachers centred is not available for gd: its students are W W^T/sqrt(k d)")
     check_gd(args)
     row = gd.run_gd(args.T, args.rho[0], args.alpha, args.d, args.seed, restarts=args.restarts,
                     backend=args.backend, dtype=args.dtype, beta=args.beta, steps=args.steps,
-                    student=args.student, weight_decay=args.weight_decay, tokens=args.tokens,
+                    student=args.student, weight_decay=args.weight_decay, tokens=args.tokens, teachers=args.teachers,
                     on_max_iter=args.on_max_iter, **({} if args.rank is None else {"rank": args.rank}))
     print_row(["alpha", "d", "seed", "restarts", "mmse_single", "mmse_averaged", "seconds"], row)
     return 0

@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 
 from aimlib import ConvergenceError, channels, cli, gd, model
+from aimlib.gd.objective import Objective
+from aimlib.gd.student import loss_grad
 
 
 def _data(n=20, T=3, d=7, beta=1.5, seed=0):
@@ -328,3 +330,33 @@ def test_memory_estimate_bounds_the_measured_peak(T, alpha, d, k, dtype, kw):
     finally:
         tracemalloc.stop()
     assert peak <= est <= 3 * peak
+
+
+def test_centred_students_carry_the_known_mean():
+    """A centred teacher S = W W^T/sqrt(r d) - sqrt(rho) I is a zero of the loss of the student with
+    shift sqrt(rho) at the teacher's weights (indices, matrix and error all exact), and its gradient
+    matches central differences; gd --teachers centred trains such students and learns the teacher."""
+    rng = np.random.default_rng(3)
+    d, r, T, n = 12, 6, 2, 200
+    W = rng.standard_normal((d, r))
+    S = W @ W.T / np.sqrt(r * d) - np.sqrt(r / d) * np.eye(d)
+    X = rng.standard_normal((n, T, d))
+    y = channels.Softmax()(model.attention_indices(X, S))
+    X2, W3 = X.reshape(n * T, d), W[None]
+    L, g = loss_grad(X2, y, W3, 1.0, n, T, shift=np.sqrt(r / d))
+    assert L[0] < 1e-28 and np.abs(g).max() < 1e-14
+    assert np.allclose(Objective(shift=np.sqrt(r / d)).matrix(W3)[0], S, atol=1e-14)
+    V = rng.standard_normal((1, d, r))
+    _, g = loss_grad(X2, y, V, 1.0, n, T, shift=0.3)
+    E = np.zeros_like(V)
+    E[0, 2, 1] = 1e-6
+    fd = (loss_grad(X2, y, V + E, 1.0, n, T, shift=0.3)[0]
+          - loss_grad(X2, y, V - E, 1.0, n, T, shift=0.3)[0]) / 2e-6
+    assert g[0, 2, 1] == pytest.approx(fd[0], rel=1e-6)
+    with pytest.raises(ValueError, match="shift must be 0 for the direct student"):
+        Objective("direct", shift=0.3)
+    out = gd.run_gd(2, 0.5, 0.5, 16, seed=0, teachers="centred", restarts=2, steps=600, dtype=np.float64)
+    assert out["mmse_averaged"] < 0.05
+    with pytest.raises(TypeError, match="shift"):
+        gd.run_gd(2, 0.5, 0.5, 16, seed=0, shift=0.7)
+    assert cli.main(["gd", "--teachers", "centred", "--alpha", "0.5", "--d", "12", "--steps", "50"]) == 0

@@ -172,3 +172,24 @@ def test_deep_functions_on_the_device(strict_cupy):
     ref = deep.run_deep_gd(2, (0.5, 0.5), 0.3, 10, seed=4, backend="numpy", **kw)
     assert isinstance(dev["curve_single"], np.ndarray)
     assert np.allclose(dev["curve_single"], ref["curve_single"])
+
+
+def test_centred_two_layer_students_carry_the_known_means():
+    """Centred teachers S_l = W_l W_l^T/sqrt(r_l d) - sqrt(r_l/d) I: the students with those shifts
+    have zero loss and zero gradient at the teachers' weights, and run_deep_gd(teachers='centred')
+    learns them (the same protocol and tolerance as the Wishart run above)."""
+    X, _, W1, W2 = _data(n=30, T=2, d=6)
+    m = (np.sqrt(2 / 6), np.sqrt(4 / 6))
+    S = np.stack([gd.student_matrix(W1) - m[0] * np.eye(6), gd.student_matrix(W2) - m[1] * np.eye(6)])
+    ch = DeepAttention(0.5, "softmax", 1.5)
+    y = ch(model.attention_indices(X, S))
+    W3 = np.concatenate([W1, W2], axis=1)[None]
+    L, g = deep.deep_loss_grad(X.reshape(-1, 6), y, W3, 2, ch, 30, 2, shifts=m)
+    assert L[0] < 1e-28 and np.abs(g).max() < 1e-14
+    out = deep.run_deep_gd(3, (0.5, 0.5), 1.0, 12, 0.5, seed=3, restarts=2, steps=400, dtype=np.float64,
+                           record_every=20, teachers="centred", return_result=True)
+    res, data = out["result"], out["data"]
+    assert np.allclose(np.trace(data.S, axis1=1, axis2=2) / 12, 0.0, atol=0.3)     # centred teachers
+    for layer in (0, 1):
+        assert np.allclose(res.mmse_single[:, layer], model.estimation_error(res.S_hat[:, layer], data.S[layer]))
+    assert np.all(res.mmse_curve[..., -1] < 1e-3)

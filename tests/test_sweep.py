@@ -828,12 +828,12 @@ def test_spec_channels_are_the_registry():
     assert run.alpha == pytest.approx(0.4 / make_channel("softmax").linear_k(3)) and run.alpha_bar == 0.4
 
 
-def test_teachers_field_enters_the_key_only_when_centred_and_gd_refuses_it():
+def test_teachers_field_enters_the_key_only_when_centred_for_every_method():
     base = {"method": "se", "T": 2, "rho": 0.5, "alpha": 0.2}
     wishart, centred = expand(base)[0], expand({**base, "teachers": "centred"})[0]
     assert wishart.key == expand({**base, "teachers": "wishart"})[0].key != centred.key
     assert centred.teachers == "centred" and "teachers" not in wishart.params()
     with pytest.raises(SpecError, match="teachers"):
         load_spec({**base, "teachers": "uniform"})
-    with pytest.raises(SpecError, match="teachers"):
-        load_spec({**base, "method": "gd", "d": 10, "teachers": "centred"})
+    gd_run = expand({**base, "method": "gd", "d": 10, "teachers": "centred"})[0]
+    assert gd_run.teachers == "centred" and gd_run.key != expand({**base, "method": "gd", "d": 10})[0].key

@@ -32,8 +32,8 @@ from .._validate import MEMORY_MB, check_memory
 from .memory import check_memory_mb, memory_estimate
 from .blocks import block_fit, block_setup, block_summary, block_widths
 from .run import check_run, check_run_memory, sample_and_train
-from .student import (as_batch, batch_indices, check_xy, common_dtype, gram, index_grad, softmax_backward,
-                      square_loss)
+from .student import (as_batch, batch_indices, check_xy, common_dtype, gram, identity_indices, index_grad,
+                      softmax_backward, square_loss)
 from .train import GDResult, Curves
 
 
@@ -42,15 +42,20 @@ def deep_channel(c: float = 0.5, beta: float = 1.0) -> DeepAttention:
     return DeepAttention(c, "softmax", beta)
 
 
-def _forward(channel: DeepAttention, X2, W3, r1: int, n: int, T: int):
-    """``(P_1, h_1), (P_2, h_2)`` of ``W3 = [W_1 | W_2]`` and the output ``y_hat`` ``(k, n, T, T)``."""
+def _forward(channel: DeepAttention, X2, W3, r1: int, n: int, T: int, shifts=(0.0, 0.0)):
+    """``(P_1, h_1), (P_2, h_2)`` of ``W3 = [W_1 | W_2]`` and the output ``y_hat`` ``(k, n, T, T)``;
+    layer ``l``'s student is ``W_l W_l^T/sqrt(r_l d) - shifts[l] I`` (:func:`~aimlib.gd.student.identity_indices`)."""
     xp = get_array_module(X2, W3)
     layers = [batch_indices(X2, W, n, T) for W in (W3[..., :r1], W3[..., r1:])]
+    if any(shifts):
+        hI = identity_indices(X2, n, T)
+        layers = [(P, h - m * hI) for (P, h), m in zip(layers, shifts)]
     h = xp.stack([layers[0][1], layers[1][1]], axis=2).reshape(-1, 2, T, T)
     return layers, channel.clean(h).reshape(W3.shape[0], n, T, T)
 
 
-def deep_loss_grad(X2, y, W3, r1: int, channel: DeepAttention, n: int, T: int, want_grad: bool = True):
+def deep_loss_grad(X2, y, W3, r1: int, channel: DeepAttention, n: int, T: int, want_grad: bool = True,
+                   shifts=(0.0, 0.0)):
     r"""Square loss and gradient of a batch of two-layer students, without checks.
 
     ``W3 = [W_1 | W_2]`` has shape ``(k, d, r_1 + r_2)``.  With ``G = dL/dH``
@@ -65,11 +70,12 @@ def deep_loss_grad(X2, y, W3, r1: int, channel: DeepAttention, n: int, T: int, w
             \Bigl(\frac{\partial L}{\partial A} - \sum_c \frac{\partial L}{\partial A_{ac}} Y_{1,ac}\Bigr),
 
     and each layer's gradient is :func:`~aimlib.gd.student.index_grad` of its
-    ``dL/dh_l``: ``O(n T d r_l)`` per layer.  Returns ``(L (k,), grad (k, d, r_1 + r_2))``
+    ``dL/dh_l``: ``O(n T d r_l)`` per layer.  ``shifts``: the known means removed from the
+    students (centred teachers, :func:`_forward`).  Returns ``(L (k,), grad (k, d, r_1 + r_2))``
     (``grad`` is ``None`` if ``want_grad`` is false).
     """
     xp = get_array_module(X2, W3)
-    ((P1, h1), (P2, h2)), yh = _forward(channel, X2, W3, r1, n, T)
+    ((P1, h1), (P2, h2)), yh = _forward(channel, X2, W3, r1, n, T, shifts)
     L, E = square_loss(yh, y, n)
     if not want_grad:
         return L, None
@@ -184,12 +190,21 @@ class _DeepObjective:
 
     student, weight_decay = "deep", 0.0
 
-    def __init__(self, channel: DeepAttention, r1: int):
-        self.channel, self.r1 = channel, r1
+    def __init__(self, channel: DeepAttention, r1: int, shifts=(0.0, 0.0)):
+        self.channel, self.r1, self.shifts = channel, r1, shifts
 
     def loss_grad(self, X2, y, W, beta, n, T, want_grad=True):
         """``(loss (k,), gradient (k, d, r_1 + r_2))`` of :func:`deep_loss_grad` (``beta`` is ``channel.beta``)."""
-        return deep_loss_grad(X2, y, W, self.r1, self.channel, n, T, want_grad)
+        return deep_loss_grad(X2, y, W, self.r1, self.channel, n, T, want_grad, self.shifts)
+
+    def matrices(self, W):
+        """``(S_hat_1, S_hat_2)``: ``W_l W_l^T/sqrt(r_l d) - shifts[l] I``, each ``(k, d, d)``."""
+        xp = get_array_module(W)
+        out = []
+        for block, m in zip((W[..., :self.r1], W[..., self.r1:]), self.shifts):
+            S = gram(block)
+            out.append(S - m * xp.eye(S.shape[-1], dtype=S.dtype) if m else S)
+        return tuple(out)
 
 
 class _DeepCurves(Curves):
@@ -200,7 +215,7 @@ class _DeepCurves(Curves):
         self.r1 = objective.r1
 
     def estimation_errors(self, W):
-        S_hats = (gram(W[..., :self.r1]), gram(W[..., self.r1:]))
+        S_hats = self.objective.matrices(W)
         single = np.stack([estimation_error(S_hat, S) for S_hat, S in zip(S_hats, self.S)], axis=1)
         return single, np.array([estimation_error(S_hat.mean(axis=0), S) for S_hat, S in zip(S_hats, self.S)])
 
@@ -239,7 +254,7 @@ class DeepGDResult(GDResult):
 def _deep_result(W, n_steps, converged, seconds: float, curves: _DeepCurves) -> DeepGDResult:
     """Assemble the :class:`DeepGDResult` from the final ``W = [W_1 | W_2]`` and the curves."""
     r1, has_S = curves.r1, curves.S is not None
-    S_hat = np.stack([to_host(gram(W[..., :r1])), to_host(gram(W[..., r1:]))], axis=1)
+    S_hat = np.stack([to_host(S) for S in curves.objective.matrices(W)], axis=1)
     errors = np.moveaxis(np.array(curves.errors), 0, -1) if has_S else None
     averaged = np.array(curves.averaged).T if has_S else None
     return DeepGDResult(
@@ -256,7 +271,7 @@ def train_deep_gd(X, y, *, c: float = 0.5, beta: float = 1.0, ranks=None, rho=No
                   seed=None, init_scale: float = 1.0, optimizer: str = "adam", lr: float = 0.1,
                   steps: int = 1000, adam_betas=(0.9, 0.999), adam_eps: float = 1e-8,
                   batch_size: int | None = None, tol: float = 1e-10, S=None, X_test=None, y_test=None,
-                  record_every: int = 10, memory_mb: float = MEMORY_MB,
+                  record_every: int = 10, memory_mb: float = MEMORY_MB, shifts=(0.0, 0.0),
                   on_max_iter: str = "return") -> DeepGDResult:
     r"""Train ``restarts`` two-layer softmax students on ``(X, y)`` at once, both layers jointly.
 
@@ -275,6 +290,9 @@ def train_deep_gd(X, y, *, c: float = 0.5, beta: float = 1.0, ranks=None, rho=No
         :func:`~aimlib.gd.initial_weights` of width ``r_1 + r_2``.
     S : array (2, d, d), optional
         The two teachers, to record each layer's estimation error.
+    shifts : pair of float
+        ``m_l >= 0``: the students are ``W_l W_l^T/sqrt(r_l d) - m_l I``, the known means of
+        the teachers removed (centred teachers: ``m_l = sqrt(rho_l)``).
 
     Returns
     -------
@@ -290,13 +308,15 @@ def train_deep_gd(X, y, *, c: float = 0.5, beta: float = 1.0, ranks=None, rho=No
     r1, r2 = block_widths(ranks, rho, X.shape[2], channel)
     check_memory(lambda **s: deep_memory_estimate(**s, ranks=(r1, r2), itemsize=X.dtype.itemsize),
                  setup.sizes, check_memory_mb(memory_mb))
-    return block_fit(X, y, S, test, setup, r1 + r2, seed, channel.beta, _DeepObjective(channel, r1),
+    shifts = tuple(v.nonnegative(f"shifts[{i}]", m) for i, m in enumerate(shifts))
+    return block_fit(X, y, S, test, setup, r1 + r2, seed, channel.beta, _DeepObjective(channel, r1, shifts),
                      _DeepCurves, _deep_result)
 
 
 def run_deep_gd(T: int, rho, alpha: float, d: int, c: float = 0.5, seed=None, *, restarts: int = 1,
                 backend: str | None = None, dtype=None, beta: float = 1.0, n_test: int | None = None,
-                return_result: bool = False, memory_mb: float = MEMORY_MB, **options) -> dict:
+                return_result: bool = False, memory_mb: float = MEMORY_MB, teachers: str = "wishart",
+                **options) -> dict:
     r"""Sample a two-softmax-layer data set and train ``restarts`` two-layer students on it.
 
     The teachers and data come from :func:`aimlib.model.sample_dataset` with
@@ -311,6 +331,8 @@ def run_deep_gd(T: int, rho, alpha: float, d: int, c: float = 0.5, seed=None, *,
         Width ratios ``(rho_1, rho_2)`` of the two teachers (and students).
     c, beta : float
         Residual strength and inverse temperature of both layers.
+    teachers : {'wishart', 'centred'}
+        The teachers' family; for ``centred`` the students carry the known means (``shifts``).
     **options
         Passed to :func:`train_deep_gd` (``ranks``, ``optimizer``, ``lr``, ``steps``, ...).
 
@@ -336,7 +358,9 @@ def run_deep_gd(T: int, rho, alpha: float, d: int, c: float = 0.5, seed=None, *,
     check_run_memory(run, lambda n, T, d, restarts, n_test: deep_memory_estimate(
         n, T, d, ranks or block_widths(None, run.rho, d, channel), restarts, n_test=n_test, itemsize=itemsize))
     options.setdefault("rho", run.rho)
+    if v.choice("teachers", teachers, {"wishart", "centred"}) == "centred":
+        options["shifts"] = tuple(float(np.sqrt(r)) for r in run.rho)
     data, res, seconds = sample_and_train(run, channel, partial(train_deep_gd, c=channel.c, beta=run.beta),
-                                          backend, options)
+                                          backend, options, teachers=teachers)
     return block_summary(run, data, res, seconds, return_result, c=channel.c,
                          ranks=(res.W1.shape[2], res.W2.shape[2]))

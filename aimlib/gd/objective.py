@@ -3,7 +3,8 @@ r"""The training objective of a batch of students, and the spectra of what they 
 Two students (:data:`STUDENTS`):
 
 ``'factorised'``
-    ``S_hat = W W^T / sqrt(r d)``, ``W`` of shape ``(d, r)`` (:mod:`aimlib.gd.student`);
+    ``S_hat = W W^T / sqrt(r d)``, ``W`` of shape ``(d, r)`` (:mod:`aimlib.gd.student`), or
+    ``W W^T / sqrt(r d) - m I`` with a known ``shift = m`` (centred teachers, ``m = sqrt(rho)``);
     weight decay ``lambda`` adds ``(lambda/2) ||W||_F^2 / sqrt(r d) = (lambda/2) Tr S_hat``.
     The factor ``1/sqrt(r d)`` makes one ``lambda`` the same penalty on ``S_hat``
     for every width ``r``: with ``r`` at least the rank of the minimiser, all
@@ -24,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validate as v
-from ..backend import to_host
+from ..backend import get_array_module, to_host
 from .direct import direct_loss_grad, ridge_penalty
 from .student import check_weight_decay, gram, loss_grad, trace_penalty
 
@@ -42,16 +43,20 @@ class Objective:
     penalty); ``matrix`` maps the parameters to ``S_hat``.
     """
 
-    def __init__(self, student: str = "factorised", weight_decay: float = 0.0):
+    def __init__(self, student: str = "factorised", weight_decay: float = 0.0, shift: float = 0.0):
         self.student = v.choice("student", student, STUDENTS)
         self.weight_decay = check_weight_decay(weight_decay)
+        self.shift = v.nonnegative("shift", shift)
         direct = self.student == "direct"
+        if direct and self.shift:
+            raise ValueError(f"shift must be 0 for the direct student (it learns S_hat itself), got {shift}")
         self._loss_grad = direct_loss_grad if direct else loss_grad
         self._penalty = ridge_penalty if direct else trace_penalty
 
     def loss_grad(self, X2, y, W, beta, n, T, want_grad=True):
         """``(data loss, gradient of data loss + penalty)``; the gradient is ``None`` if not wanted."""
-        L, g = self._loss_grad(X2, y, W, beta, n, T, want_grad)
+        kw = {"shift": self.shift} if self.shift else {}
+        L, g = self._loss_grad(X2, y, W, beta, n, T, want_grad, **kw)
         if g is not None and self.weight_decay > 0:
             g = g + self._penalty(W, self.weight_decay)[1]
         return L, g
@@ -61,8 +66,14 @@ class Objective:
         return self._penalty(W, self.weight_decay, want_grad=False)[0]
 
     def matrix(self, W):
-        """``S_hat`` of the parameters ``W`` (``(k, d, d)``)."""
-        return W if self.student == "direct" else gram(W)
+        """``S_hat`` of the parameters ``W`` (``(k, d, d)``): ``W``, or ``W W^T/sqrt(r d) - shift I``."""
+        if self.student == "direct":
+            return W
+        S = gram(W)
+        if self.shift:
+            xp = get_array_module(S)
+            S = S - self.shift * xp.eye(S.shape[-1], dtype=S.dtype)
+        return S
 
 
 def eigenvalues(S_hat) -> np.ndarray:

@@ -1,6 +1,7 @@
 """One experiment: sample an AIM data set (softmax channel) and train gradient-descent students on it."""
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -19,7 +20,7 @@ from ..channels.softmax import check_beta
 from .checks import check_samples, checked_width
 from .train import train_gd
 
-_NOT_OPTIONS = ("X", "y", "S", "init", "restarts", "X_test", "y_test")
+_NOT_OPTIONS = ("X", "y", "S", "init", "restarts", "X_test", "y_test", "shift", "shifts")
 
 
 def _test_size(n: int, n_test: int | None) -> int:
@@ -77,16 +78,18 @@ def check_run_memory(run: RunArgs, estimate):
     check_memory(need, sizes, run.memory_mb, via={"n": ("alpha", alpha, d * d)})
 
 
-def _sample(T, rho, alpha, d, rng_data, rng_test, channel, n_test, backend, dtype, tokens=None):
+def _sample(T, rho, alpha, d, rng_data, rng_test, channel, n_test, backend, dtype, tokens=None, teachers=None):
     """The training set (from ``rng_data``) and a test set (``rng_test``) of the teacher(s) through ``channel``."""
-    data = sample_dataset(alpha, d, T, rho, channel, rng_data, backend=backend, dtype=dtype, tokens=tokens)
+    data = sample_dataset(alpha, d, T, rho, channel, rng_data, backend=backend, dtype=dtype, tokens=tokens,
+                          teachers=teachers)
     X_test = sample_tokens(_test_size(data.n, n_test), T, d, rng_test, backend=backend, dtype=dtype,
                            tokens=tokens)
     return data, X_test, channel(attention_indices(X_test, data.S))
 
 
-def sample_and_train(run: RunArgs, channel, train, backend, options, tokens=None):
-    """Sample the data through ``channel`` (tokens of the law ``tokens``) and ``train`` on it.
+def sample_and_train(run: RunArgs, channel, train, backend, options, tokens=None, teachers=None):
+    """Sample the data through ``channel`` (tokens of the law ``tokens``, teachers of the family
+    ``teachers``) and ``train`` on it.
 
     ``train`` is ``train_gd``, ``train_deep_gd`` or ``train_heads_gd``.  The seed is
     split by :func:`aimlib._validate.run_streams`: training data from stream 0, the test
@@ -96,7 +99,7 @@ def sample_and_train(run: RunArgs, channel, train, backend, options, tokens=None
     t0 = time.perf_counter()
     rng_data, rng_test, student = v.run_streams(run.seed)
     data, X_test, y_test = _sample(run.T, run.rho, run.alpha, run.d, rng_data, rng_test, channel, run.n_test,
-                                   backend, run.dtype, tokens)
+                                   backend, run.dtype, tokens, teachers)
     res = train(data.X, data.y, restarts=run.restarts, S=data.S, X_test=X_test, y_test=y_test,
                 seed=student, memory_mb=run.memory_mb, **options)
     return data, res, time.perf_counter() - t0
@@ -123,7 +126,8 @@ def _summary(res) -> dict:
 
 def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int = 1,
            backend: str | None = None, dtype=None, beta: float = 1.0, n_test: int | None = None,
-           return_result: bool = False, memory_mb: float = MEMORY_MB, tokens=None, **options) -> dict:
+           return_result: bool = False, memory_mb: float = MEMORY_MB, tokens=None, teachers: str = "wishart",
+           **options) -> dict:
     r"""Sample an AIM data set (softmax channel) and train ``restarts`` GD students on it.
 
     Parameters
@@ -159,6 +163,9 @@ def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int
     tokens : str, mapping or None
         Law of the tokens of training and test sets (:func:`aimlib.tokens.token_law`,
         default Gaussian).
+    teachers : {'wishart', 'centred'}
+        The teacher's family (:func:`aimlib.priors.make_priors`); for ``centred`` the
+        factorised students are ``W W^T / sqrt(r d) - sqrt(rho) I`` (``shift``, the known mean).
     **options
         Passed to :func:`train_gd` (``rank``, ``student``, ``weight_decay``,
         ``optimizer``, ``lr``, ``steps``, ``tol``, ``batch_size``,
@@ -192,8 +199,11 @@ def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int
     check_run_memory(run, lambda n, T, d, restarts, n_test: memory_estimate(
         n, T, d, teacher_width(d, run.rho) if rank is None else rank, restarts, n_test=n_test, itemsize=itemsize))
     options.setdefault("rho", run.rho)
+    teachers = v.choice("teachers", teachers, {"wishart", "centred"})
+    if teachers == "centred" and options.get("student", "factorised") == "factorised":
+        options["shift"] = math.sqrt(run.rho)
     data, res, seconds = sample_and_train(run, Softmax(run.beta), partial(train_gd, beta=run.beta), backend,
-                                          options, token_law(tokens))
+                                          options, token_law(tokens), teachers)
     summary = _summary(res)
     out = {"alpha": run.alpha, "d": run.d, "seed": v.seed_label(run.seed), "restarts": run.restarts,
            "mmse_single": summary.pop("mmse_single"), "mmse_averaged": summary.pop("mmse_averaged"),

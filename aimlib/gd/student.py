@@ -162,16 +162,28 @@ def trace_penalty(W3, weight_decay: float, want_grad=True):
     return P, (c * W3 if want_grad else None)
 
 
-def loss_grad(X2, y, W3, beta, n, T, want_grad=True):
+def identity_indices(X2, n, T):
+    r"""The indices of ``I``, ``h(I)_ab = (x_a . x_b - delta_ab d)/sqrt(d)``, for tokens ``X2`` ``(n T, d)``."""
+    xp = get_array_module(X2)
+    d = X2.shape[1]
+    X = X2.reshape(n, T, d)
+    return indices_from_factors(X, X, xp.asarray(float(d), dtype=X.dtype), math.sqrt(d))
+
+
+def loss_grad(X2, y, W3, beta, n, T, want_grad=True, shift: float = 0.0):
     r"""Square loss and gradient of a batch of students, without checks.
 
     ``X2`` holds the tokens as ``(n T, d)``, ``y`` the targets ``(n, T, T)``,
     ``W3`` the weights ``(k, d, r)``.  ``G = dL/dh_hat`` comes from
     :func:`softmax_loss` and the gradient is :func:`index_grad` of ``G``, at a
-    cost of ``O(n T d r)``.  Returns ``(L, grad)``: ``(k,)`` and ``(k, d, r)``
-    (``grad`` is ``None`` if ``want_grad`` is false).
+    cost of ``O(n T d r)``.  With ``shift = m`` the student is ``W W^T/sqrt(r d) - m I``
+    (a known mean removed, as for centred teachers): its indices are those of ``W W^T/sqrt(r d)``
+    minus ``m h(I)`` (:func:`identity_indices`), and the gradient in ``W`` is unchanged in form.
+    Returns ``(L, grad)``: ``(k,)`` and ``(k, d, r)`` (``grad`` is ``None`` if ``want_grad`` is false).
     """
     P, h = batch_indices(X2, W3, n, T)
+    if shift:
+        h = h - shift * identity_indices(X2, n, T)
     L, G = softmax_loss(h, y, beta, n, want_grad)
     return L, (index_grad(X2, W3, P, G) if want_grad else None)
 

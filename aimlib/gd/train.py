@@ -317,7 +317,7 @@ def train_gd(X, y, *, rank: int | None = None, rho: float | None = None, beta: f
              adam_betas=(0.9, 0.999), adam_eps: float = 1e-8, batch_size: int | None = None,
              tol: float = 1e-10, S=None, X_test=None, y_test=None, record_every: int = 10,
              memory_mb: float = MEMORY_MB, student: str = "factorised",
-             weight_decay: float = 0.0, on_max_iter: str = "return") -> GDResult:
+             weight_decay: float = 0.0, shift: float = 0.0, on_max_iter: str = "return") -> GDResult:
     r"""Train ``restarts`` students ``S_hat = W W^T / sqrt(r d)`` (or direct ones) on ``(X, y)`` at once.
 
     Parameters
@@ -365,6 +365,9 @@ def train_gd(X, y, *, rank: int | None = None, rho: float | None = None, beta: f
     student, weight_decay : {'factorised', 'direct'}, float
         The student and ``lambda >= 0`` (:mod:`aimlib.gd.objective`; a direct student has
         no ``rank``, ``init (k, d, d)``); losses and ``tol`` are about the square loss alone.
+    shift : float
+        ``m >= 0``: the factorised student is ``W W^T / sqrt(r d) - m I``, the known mean of
+        the teacher removed (centred teachers: ``m = sqrt(rho)``); 0 for the direct student.
     on_max_iter : {'return', 'warn', 'raise'}
         What a restart that has not reached ``tol`` after ``steps`` steps does
         (:mod:`aimlib.errors`; default: returned, flagged in ``converged``).
@@ -378,7 +381,7 @@ def train_gd(X, y, *, rank: int | None = None, rho: float | None = None, beta: f
     """
     X, y = training_data(X, y)
     n, T, d = X.shape
-    objective = Objective(student, weight_decay)
+    objective = Objective(student, weight_decay, shift)
     problem = Problem(X, y, check_beta(beta), objective)
     rule = make_optimizer(optimizer, lr=lr, adam_betas=adam_betas, adam_eps=adam_eps)
     sched = make_schedule(steps, tol, record_every, batch_size, n, on_max_iter)

@@ -76,7 +76,8 @@ def _gd(run: Run, opts: dict) -> dict:
     dtype = opts.pop("dtype")
     restarts = opts.pop("restarts")
     out = gd.run_gd(run.T, run.rho, run.alpha, run.d, run.seed, restarts=restarts,
-                    backend=run.backend, dtype=dtype, beta=run.beta, tokens=_tokens(run), **opts)
+                    backend=run.backend, dtype=dtype, beta=run.beta, tokens=_tokens(run),
+                    teachers=run.teachers or "wishart", **opts)
     # per-restart errors: 'mmse_single_all' (newer run_gd) or a list in 'mmse_single'
     single = out.get("mmse_single_all", out["mmse_single"])
     single = [float(x) for x in (single if isinstance(single, (list, tuple)) else [single])]

@@ -30,8 +30,9 @@ take a range ``{start: 0.01, stop: 0.2, num: 20, spacing: linear|log}``
 ``aimlib._validate.RHO_RANGE`` (``inf``, the Gaussian prior, for ``se``).
 ``teachers`` (one value, default ``wishart``) is the family a width names
 (:func:`aimlib.priors.make_priors`); it enters a run's key only when it is
-``centred``, and ``se`` of ``deep-hardmax`` needs it (its layers would otherwise
-share the index of ``sqrt(rho) I``).  For ``deep-hardmax`` (two hardmax layers, ``T = 2``,
+``centred``; the ``se`` rows of ``deep-hardmax`` with Wishart teachers (whose layers share
+the index of ``sqrt(rho) I``) are the state evolution of GAMP-RIE with one denoiser per
+layer, an upper bound on the Bayes error.  For ``deep-hardmax`` (two hardmax layers, ``T = 2``,
 methods ``se`` and ``amp``) a value of ``rho`` is one width for both layers or a
 list ``[rho_1, rho_2]`` (so ``rho: [[0.25, 0.5], 0.5]`` is a grid of two), and
 the result columns ``mmse_layers`` and ``mmse_pred_layers`` hold one error per
@@ -201,8 +202,6 @@ class SweepSpec:
                                     f"'softmax', got {list(self.channel)}")
                 if any(x != 0 for x in self.noise):
                     fail("noise", f"method {m!r} has no label noise; noise must be 0")
-                if self.teachers != "wishart":
-                    fail("teachers", f"method {m!r} trains W W^T students of wishart teachers only")
         if set(T2_ONLY) & set(self.channel) and any(t != 2 for t in self.T):
             fail("T", "the hardmax channels' Bayes side needs T = 2")
         self._check_layers()
