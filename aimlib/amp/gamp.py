@@ -15,7 +15,7 @@ from ..priors import make_priors
 from .loop import StopRules, iterate, layer_errors, pack_layers
 from .steps import chunk_size_for
 
-__all__ = ["AMPResult", "Problem", "gamp_rie"]
+__all__ = ["AMPResult", "Problem", "make_problem", "gamp_rie"]
 
 #: default ``resolution`` of :func:`gamp_rie`, in units of ``1/d^2``: an error of ``2/d^2``
 #: is that of one symmetric pair of entries of ``S`` wrong by their standard deviation ``1/sqrt(d)``
@@ -101,7 +101,10 @@ def _teachers(name, S, priors, d, xp, dt):
             for M, prior in zip(mats, priors)]
 
 
-def _problem(X, y, channel, rho, S, init, dtype, chunk_size, memory_mb, damping, damp) -> Problem:
+def make_problem(X, y, channel, rho, S, init, dtype, chunk_size, memory_mb, damping, damp) -> Problem:
+    """The validated :class:`Problem` that :func:`gamp_rie` iterates on (its arguments, checked and
+    moved to one array module); :func:`~aimlib.amp.steps.channel_step` and
+    :func:`~aimlib.amp.steps.prior_step` take it, for a loop of one's own."""
     if not isinstance(channel, Channel):
         raise TypeError(f"channel must be an aimlib.channels.Channel, got {type(channel).__name__}")
     X = v.finite_array("X", X, ndim=3)
@@ -261,7 +264,7 @@ def gamp_rie(X, y, channel: Channel, rho, *, S=None, damping: float = 0.5, max_i
         contradicts the teacher ``S`` (:func:`_check_result`: error and ``m`` must agree within
         ``1 + 10/sqrt(d)`` plus a floor; a collapsed ``m`` is a failure, never perfect recovery).
     """
-    p = _problem(X, y, channel, rho, S, init, dtype, chunk_size, memory_mb, damping, damp)
+    p = make_problem(X, y, channel, rho, S, init, dtype, chunk_size, memory_mb, damping, damp)
     check_on_max_iter(on_max_iter)
     rules = _stop_rules(p, max_iter, tol, lookback, min_iter, m_floor, resolution, stop)
     rec = _Recorder(trace, p.S is not None)

@@ -22,7 +22,12 @@ that has decorrelated from the start
 .. math::  \mathrm{mmse}_s = \tfrac1{2d}\,\mathbb E\|\Pi_s(S_t - S)\|^2 .
 
 :func:`sample_two_noise` averages this along the chain (:func:`aimlib.priors.sampled.hmc_chain`)
-and :func:`sampled_state_evolution` iterates the two-overlap equations with it;
+and reports its integrated autocorrelation time (:mod:`aimlib.priors.diagnostics`).  A chain
+that has not decorrelated from the planted start underestimates ``mmse_s`` by its
+autocovariance at lag ``t`` (the book's proposition "The Bayes error from a planted chain"); one started from a
+fresh prior draw and measured against the truth (``start="prior"``) starts high and comes
+down, so the two starts bracket it (``scripts/untied_mixing.py`` compares them).
+:func:`sampled_state_evolution` iterates the two-overlap equations with it;
 GAMP's prior step is the posterior mean itself (:class:`aimlib.priors.Sampled`).
 """
 from __future__ import annotations
@@ -34,8 +39,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _validate as v
-from ..backend import module_named
+from ..backend import get_array_module, module_named
 from ..errors import ConvergenceError
+from ..priors.diagnostics import effective_sample_size, integrated_autocorrelation_time
 from ..priors.rectangular import check_sector_pair
 from ..priors.sampled import N_BATCHES, first_step, hmc_chain, refuse
 from ..priors.wishart import teacher_width
@@ -43,7 +49,10 @@ from .model import count_threshold, factor_product, part_errors, parts
 from .state_evolution import sector_qhat
 
 __all__ = ["two_noise_problem", "hmc_errors", "TwoNoiseResult", "sample_two_noise", "SampledSE",
-           "sampled_state_evolution"]
+           "sampled_state_evolution", "STARTS"]
+
+#: where :func:`sample_two_noise` starts its chain: at the planted factors, or at a fresh prior draw
+STARTS = ("planted", "prior")
 
 
 def two_noise_problem(d: int, rho: float, deltas, seed=None, *, backend: str | None = None):
@@ -86,6 +95,14 @@ class TwoNoiseResult:
         spread over instances, of order ``1/d``, is larger).
     acceptance, step, n_leapfrog, seconds
         Mean acceptance after warm-up, the tuned step size, leapfrog steps per trajectory, run time.
+    tau : tuple
+        ``(tau_A, tau_B)``, the integrated autocorrelation times of the two errors after warm-up,
+        in trajectories (:func:`~aimlib.priors.diagnostics.integrated_autocorrelation_time`).
+    ess : tuple
+        ``(ESS_A, ESS_B)``: the kept trajectories over ``tau``, the number of independent draws they
+        are worth (:func:`~aimlib.priors.diagnostics.effective_sample_size`).
+    start : str
+        Where the chain started, one of :data:`STARTS`.
     """
 
     errors: tuple
@@ -94,6 +111,9 @@ class TwoNoiseResult:
     step: float
     n_leapfrog: int
     seconds: float
+    tau: tuple = (math.nan, math.nan)
+    ess: tuple = (math.nan, math.nan)
+    start: str = "planted"
 
     @property
     def mmse(self) -> float:
@@ -102,26 +122,43 @@ class TwoNoiseResult:
 
 
 def sample_two_noise(d: int, rho: float, deltas, *, seed=None, n_steps: int = 300, warmup: float = 0.3,
-                     backend: str | None = None) -> TwoNoiseResult:
+                     start: str = "planted", backend: str | None = None) -> TwoNoiseResult:
     r"""The errors ``(mmse_A, mmse_B)`` of the posterior mean of ``S`` from one instance (module docstring).
 
     One Generator made from ``seed`` draws the instance (:func:`two_noise_problem`)
     and then the chain (:func:`hmc_errors`), whose step size starts at
-    :func:`~aimlib.priors.sampled.first_step`'s.  Raises :class:`~aimlib.errors.ConvergenceError` if
-    the acceptance after warm-up is below :data:`aimlib.priors.sampled.MIN_ACCEPTANCE`.
+    :func:`~aimlib.priors.sampled.first_step`'s.  ``start`` is ``"planted"`` (the
+    chain starts at the instance's own ``Q, K``, a posterior draw) or ``"prior"``
+    (it starts at ``Q, K`` drawn afresh from the prior by the same Generator, after
+    the instance, and is measured against the planted ``S``: the same instance as
+    the planted start of the same ``seed``).  The result carries the integrated
+    autocorrelation times and effective sample sizes of the two errors after
+    warm-up.  Raises :class:`~aimlib.errors.ConvergenceError` if the acceptance
+    after warm-up is below :data:`aimlib.priors.sampled.MIN_ACCEPTANCE`.
     """
     deltas, rng = check_sector_pair(deltas), v.generator(seed)
+    start = v.choice("start", start, STARTS)
     n_steps = v.integer("n_steps", n_steps, minimum=20)
     n_warm = int(v.in_range("warmup", warmup, 0.0, 0.9) * n_steps)
+    if n_steps - n_warm < N_BATCHES:
+        raise ValueError(f"n_steps and warmup must keep at least {N_BATCHES} draws after the warm-up "
+                         f"(one per batch), got n_steps={n_steps}, warmup={warmup}")
     Q, K, R = two_noise_problem(d, rho, deltas, rng, backend=backend)
-    (step, n_leapfrog), start = first_step(rho, deltas), time.perf_counter()
-    errors, acc, step = hmc_errors(Q, K, R, deltas, n_steps=n_steps, n_warmup=n_warm, step=step,
-                                   n_leapfrog=n_leapfrog, seed=rng)
-    refuse(acc, f"at deltas={deltas}, d={d}; try a longer warmup")
+    reference = None
+    if start == "prior":
+        xp = get_array_module(Q)
+        reference = factor_product(Q, K)
+        Q, K = (xp.asarray(rng.standard_normal(Q.shape)) for _ in range(2))
+    (step, n_leapfrog), began = first_step(rho, deltas), time.perf_counter()
+    errors, acc, step = hmc_errors(Q, K, R, deltas, reference=reference, n_steps=n_steps, n_warmup=n_warm,
+                                   step=step, n_leapfrog=n_leapfrog, seed=rng)
+    refuse(acc, f"at deltas={deltas}, d={d}, start={start!r}; try a longer warmup")
     batches = np.array([b.mean(axis=0) for b in np.array_split(errors, N_BATCHES)])
     return TwoNoiseResult(errors=tuple(float(x) for x in errors.mean(axis=0)),
                           stderr=tuple(float(x) for x in batches.std(axis=0) / math.sqrt(len(batches))),
-                          acceptance=acc, step=step, n_leapfrog=n_leapfrog, seconds=time.perf_counter() - start)
+                          acceptance=acc, step=step, n_leapfrog=n_leapfrog, seconds=time.perf_counter() - began,
+                          tau=tuple(float(x) for x in integrated_autocorrelation_time(errors)),
+                          ess=tuple(float(x) for x in effective_sample_size(errors)), start=start)
 
 
 @dataclass
