@@ -1,6 +1,7 @@
 """The strict book build: every chapter executes, no Sphinx warning, no CDN; what a reader downloads and cites."""
 import html
 import re
+from html.parser import HTMLParser
 
 import pytest
 
@@ -121,3 +122,43 @@ def test_every_chapter_offers_its_executed_notebook(built_book):
         if "{code-cell}" in path.read_text():
             assert code and all(c.execution_count for c in code), f"{rel}: cells not executed"
             assert any(c.outputs for c in code), f"{rel}: no outputs"
+
+
+class ProseText(HTMLParser):
+    """The prose of a page: its text outside code, cell outputs, MathJax and scripts."""
+
+    SKIP_TAGS = {"script", "style", "pre", "code", "svg", "textarea", "head", "nav"}
+    SKIP_CLASSES = ("math", "cell_output", "highlight", "bd-sidebar", "toctree-wrapper")
+    VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"}
+
+    def __init__(self):
+        super().__init__()
+        self.depth, self.chunks = 0, []
+
+    def handle_starttag(self, tag, attrs):
+        if tag in self.VOID:
+            return
+        classes = dict(attrs).get("class") or ""
+        if self.depth or tag in self.SKIP_TAGS or any(c in classes.split() for c in self.SKIP_CLASSES):
+            self.depth += 1
+
+    def handle_endtag(self, tag):
+        if tag not in self.VOID and self.depth:
+            self.depth -= 1
+
+    def handle_data(self, data):
+        if not self.depth:
+            self.chunks.append(data)
+
+
+def test_no_raw_tex_in_prose(built_book):
+    """No TeX command or dollar sign left in a page's prose: what a broken inline formula looks like."""
+    _, html_dir = built_book
+    raw = re.compile(r"\\[A-Za-z]+|\$")
+    for path in toc_files():
+        page = html_dir / path.relative_to(ROOT).with_suffix(".html")
+        parser = ProseText()
+        parser.feed(page.read_text())
+        text = " ".join(parser.chunks)
+        hits = [text[max(m.start() - 40, 0):m.end() + 40] for m in raw.finditer(text)]
+        assert not hits, f"{page.name}: raw TeX in prose: {hits[:5]}"
