@@ -74,7 +74,7 @@ from .cli_checks import (RANGES, Once, Parser, check_channel, check_gd, check_nu
 from .cli_output import columns, fmt, print_row, print_table, values
 from .convex import min_trace_threshold
 from .errors import ConvergenceError
-from .priors import make_priors
+from .priors import TEACHER_FAMILIES, make_priors
 
 __all__ = ["main", "build_parser", "register_command", "COMMANDS"]
 _Parser, _Once = Parser, Once  # one line per error, every option at most once (aimlib.cli_checks)
@@ -104,7 +104,7 @@ def _add_channel(p):
 def _add_rho(p):
     p.add_argument("--rho", type=RANGES["rho"], nargs="+", default=[0.5], action=_Once,
                    help="width ratio rho = r/d in [1e-4, 1e4], one per layer (default: 0.5)")
-    p.add_argument("--teachers", choices=["wishart", "centred"], default="wishart", action=_Once,
+    p.add_argument("--teachers", choices=list(TEACHER_FAMILIES), default="wishart", action=_Once,
                    help="teachers: wishart S = W W^T/sqrt(r d) (default) or centred S - sqrt(rho) I; "
                         "the state evolution of two deep-hardmax layers is exact for centred teachers; for "
                         "wishart ones (their layers share the index of sqrt(rho) I), and for three layers, "

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from aimlib.channels import hardmax as hm
+from aimlib.channels import Hardmax, hardmax as hm, sample_se_measure, sigma2
 from aimlib.priors import Wishart
 from aimlib.state_evolution import fixed_point
 
@@ -38,20 +38,11 @@ def test_fisher_at_alpha_1_by_monte_carlo():
     V = fixed_point(ALPHA, "hardmax", T=2, rho=RHO).mmse
     rng = np.random.default_rng(2026)
     n, reps, vals = 100_000, 6, []
-
-    def indices(var):
-        z = rng.standard_normal((n, 3))
-        out = np.empty((n, 2, 2))
-        out[:, 0, 0], out[:, 1, 1] = math.sqrt(2 * var) * z[:, 0], math.sqrt(2 * var) * z[:, 1]
-        out[:, 0, 1] = out[:, 1, 0] = math.sqrt(var) * z[:, 2]
-        return out
-
+    weights = 2 * np.triu(sigma2(2, np, np.float64))          # F_out = 2 sum_{a<=b} Sigma_ab E g_ab^2
     for _ in range(reps):
-        omega = indices(Q0 - V)
-        h = omega + indices(V)
-        s = np.stack([np.sign(h[:, 0, 0] - h[:, 0, 1]), np.sign(h[:, 1, 1] - h[:, 0, 1])], axis=-1)
-        g = hm.g_out(s, omega, V)
-        vals.append(np.mean(2 * (2 * g[:, 0, 0] ** 2 + 2 * g[:, 1, 1] ** 2 + g[:, 0, 1] ** 2)))
+        omega, _, y = sample_se_measure(Hardmax(), n, Q0 - V, Q0, 2, seed=rng)
+        g = hm.g_out(y, omega, V)
+        vals.append(np.mean(np.sum(weights * g**2, axis=(-1, -2))))
     mc, err = np.mean(vals), np.std(vals, ddof=1) / math.sqrt(reps)
     quad = hm.fisher(Q0 - V, Q0)
     assert abs(mc - quad) < 4 * err, f"Monte Carlo {mc:.4f} +- {err:.4f}, quadrature {quad:.4f}"

@@ -31,9 +31,9 @@ from ..model import estimation_error, widths
 from .._validate import MEMORY_MB, check_memory
 from .memory import check_memory_mb, memory_estimate
 from .blocks import block_fit, block_setup, block_summary, block_widths
-from .run import check_run, check_run_memory, sample_and_train
-from .student import (as_batch, batch_indices, check_xy, common_dtype, gram, identity_indices, index_grad,
-                      softmax_backward, square_loss)
+from .run import check_run, check_run_memory, known_means, sample_and_train
+from .student import (as_batch, batch_indices, check_xy, common_dtype, identity_indices, index_grad,
+                      shifted_gram, softmax_backward, square_loss)
 from .train import GDResult, Curves
 
 
@@ -199,12 +199,8 @@ class _DeepObjective:
 
     def matrices(self, W):
         """``(S_hat_1, S_hat_2)``: ``W_l W_l^T/sqrt(r_l d) - shifts[l] I``, each ``(k, d, d)``."""
-        xp = get_array_module(W)
-        out = []
-        for block, m in zip((W[..., :self.r1], W[..., self.r1:]), self.shifts):
-            S = gram(block)
-            out.append(S - m * xp.eye(S.shape[-1], dtype=S.dtype) if m else S)
-        return tuple(out)
+        blocks = (W[..., :self.r1], W[..., self.r1:])
+        return tuple(shifted_gram(block, m) for block, m in zip(blocks, self.shifts))
 
 
 class _DeepCurves(Curves):
@@ -358,8 +354,9 @@ def run_deep_gd(T: int, rho, alpha: float, d: int, c: float = 0.5, seed=None, *,
     check_run_memory(run, lambda n, T, d, restarts, n_test: deep_memory_estimate(
         n, T, d, ranks or block_widths(None, run.rho, d, channel), restarts, n_test=n_test, itemsize=itemsize))
     options.setdefault("rho", run.rho)
-    if v.choice("teachers", teachers, {"wishart", "centred"}) == "centred":
-        options["shifts"] = tuple(float(np.sqrt(r)) for r in run.rho)
+    shifts = known_means(teachers, run.rho)
+    if any(shifts):
+        options["shifts"] = shifts
     data, res, seconds = sample_and_train(run, channel, partial(train_deep_gd, c=channel.c, beta=run.beta),
                                           backend, options, teachers=teachers)
     return block_summary(run, data, res, seconds, return_result, c=channel.c,

@@ -25,9 +25,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validate as v
-from ..backend import get_array_module, to_host
+from ..backend import to_host
 from .direct import direct_loss_grad, ridge_penalty
-from .student import check_weight_decay, gram, loss_grad, trace_penalty
+from .student import check_weight_decay, loss_grad, shifted_gram, trace_penalty
 
 STUDENTS = ("factorised", "direct")
 
@@ -67,13 +67,7 @@ class Objective:
 
     def matrix(self, W):
         """``S_hat`` of the parameters ``W`` (``(k, d, d)``): ``W``, or ``W W^T/sqrt(r d) - shift I``."""
-        if self.student == "direct":
-            return W
-        S = gram(W)
-        if self.shift:
-            xp = get_array_module(S)
-            S = S - self.shift * xp.eye(S.shape[-1], dtype=S.dtype)
-        return S
+        return W if self.student == "direct" else shifted_gram(W, self.shift)
 
 
 def eigenvalues(S_hat) -> np.ndarray:

@@ -11,6 +11,7 @@ import numpy as np
 from .. import _validate as v
 from ..backend import float_dtype
 from ..channels import Softmax
+from ..priors import TEACHER_FAMILIES
 from ..tokens import token_law
 from ..model import attention_indices, sample_dataset, sample_tokens, teacher_width
 from .._validate import MEMORY_MB, check_memory
@@ -124,6 +125,14 @@ def _summary(res) -> dict:
     }
 
 
+def known_means(teachers: str, rhos) -> tuple:
+    """The known means ``m_l`` the students carry for teachers of the family ``teachers``
+    (:data:`aimlib.priors.TEACHER_FAMILIES`): ``sqrt(rho_l)`` for centred teachers
+    (``S_l = W W^T/sqrt(r d) - sqrt(rho_l) I``), ``0`` for Wishart ones; one per width ratio."""
+    centred = v.choice("teachers", teachers, TEACHER_FAMILIES) == "centred"
+    return tuple(math.sqrt(r) if centred else 0.0 for r in rhos)
+
+
 def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int = 1,
            backend: str | None = None, dtype=None, beta: float = 1.0, n_test: int | None = None,
            return_result: bool = False, memory_mb: float = MEMORY_MB, tokens=None, teachers: str = "wishart",
@@ -199,9 +208,9 @@ def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int
     check_run_memory(run, lambda n, T, d, restarts, n_test: memory_estimate(
         n, T, d, teacher_width(d, run.rho) if rank is None else rank, restarts, n_test=n_test, itemsize=itemsize))
     options.setdefault("rho", run.rho)
-    teachers = v.choice("teachers", teachers, {"wishart", "centred"})
-    if teachers == "centred" and options.get("student", "factorised") == "factorised":
-        options["shift"] = math.sqrt(run.rho)
+    (shift,) = known_means(teachers, [run.rho])
+    if shift and options.get("student", "factorised") == "factorised":
+        options["shift"] = shift
     data, res, seconds = sample_and_train(run, Softmax(run.beta), partial(train_gd, beta=run.beta), backend,
                                           options, token_law(tokens), teachers)
     summary = _summary(res)

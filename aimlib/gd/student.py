@@ -58,6 +58,15 @@ def gram(W3):
     return W3 @ xp.swapaxes(W3, 1, 2) / float(np.sqrt(r * d))
 
 
+def shifted_gram(W3, shift: float = 0.0):
+    """``W W^T / sqrt(r d) - shift I`` for a batch ``W3`` (:func:`gram`; the student of a centred teacher)."""
+    S = gram(W3)
+    if shift:
+        xp = get_array_module(S)
+        S = S - shift * xp.eye(S.shape[-1], dtype=S.dtype)
+    return S
+
+
 def student_matrix(W):
     r"""``S_hat = W W^T / sqrt(r d)`` for ``W`` of shape ``(d, r)`` or ``(k, d, r)``."""
     W3, squeeze = as_batch(v.finite_array("W", W))

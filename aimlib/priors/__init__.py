@@ -16,9 +16,9 @@ from .base import Prior
 from .check import check_prior
 from .gaussian import Gaussian
 from .rectangular import Rectangular
-from .registry import FAMILIES, make_prior, make_priors
+from .registry import FAMILIES, TEACHER_FAMILIES, make_prior, make_priors
 from .sampled import Sampled
 from .wishart import Centred, Wishart, teacher_width
 
-__all__ = ["Prior", "Gaussian", "Wishart", "Centred", "Rectangular", "Sampled", "FAMILIES", "make_prior", "make_priors",
+__all__ = ["Prior", "Gaussian", "Wishart", "Centred", "Rectangular", "Sampled", "FAMILIES", "TEACHER_FAMILIES", "make_prior", "make_priors",
            "check_prior", "teacher_width"]

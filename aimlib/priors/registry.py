@@ -10,10 +10,12 @@ from .rectangular import Rectangular
 from .sampled import Sampled
 from .wishart import Centred, Wishart
 
-__all__ = ["FAMILIES", "make_prior", "make_priors"]
+__all__ = ["FAMILIES", "TEACHER_FAMILIES", "make_prior", "make_priors"]
 
 #: prior families by name (the teachers a finite width ratio ``rho`` names)
 FAMILIES = {"wishart": Wishart, "centred": Centred, "rectangular": Rectangular, "sampled": Sampled}
+#: the families of a tied teacher ``S = W W^T/sqrt(r d)``: as drawn, or with its known mean removed
+TEACHER_FAMILIES = ("wishart", "centred")
 
 
 def make_prior(prior=0.5, family: str = "wishart") -> Prior:

@@ -59,6 +59,7 @@ from typing import Any, Mapping
 
 from .. import _validate
 from ..channels.registry import CHANNELS as _REGISTRY, T2_ONLY
+from ..priors import TEACHER_FAMILIES
 from ..tokens import token_law
 from .fields import SpecError, as_list, checked, choice, fail, grid_axis, shown, unique, unknown_keys
 from .keys import Run, canon_float, make_run_channel
@@ -181,7 +182,7 @@ class SweepSpec:
         laws = [("tokens", self.tokens)] if isinstance(self.tokens, Mapping) else \
             as_list("tokens", self.tokens)
         put("tokens", unique(_token_value(f, x) for f, x in laws))
-        choice("teachers", self.teachers, ("wishart", "centred"))
+        choice("teachers", self.teachers, TEACHER_FAMILIES)
         self._check_unused(given_beta)
         if self.backend is not None:
             choice("backend", self.backend, ("numpy", "cupy"))
