@@ -1,18 +1,20 @@
 # The commands of the README:
-#   make book   bootstrap, then build the book strictly with every chapter executed
+#   make book   bootstrap, then build the book strictly; chapters whose code, library and data
+#               are unchanged since the last `make book` come from the cache .jupyter_cache
 #   make test   bootstrap, then unit tests, the strict book build and the browser tests,
 #               then the unit tests again on the strict CuPy stand-in
 #   make live   serve the built book (building it if missing) with a local kernel server
 #               behind each page's "Live" button, on http://127.0.0.1:8000 (127.0.0.1 only)
 # Also: make lab (chapters as notebooks in JupyterLab), make bench (benchmarks),
-#       make app (the playground as a live Voila app on http://127.0.0.1:8866).
+#       make app (the playground as a live Voila app on http://127.0.0.1:8866),
+#       make pdf (the built book as one PDF, _build/aim-book.pdf, printed by Chromium).
 
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 BUILD  := _build
 
-.PHONY: book test lab bench vendor clean app live
+.PHONY: book test lab bench vendor clean app live pdf
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,10 +45,23 @@ _vendor/.installed: node_modules/.installed book/_ext/widgets-shim.js
 
 vendor: _vendor/.installed
 
+# Chapters run through jupyter-cache in $(BOOK_CACHE) (kept when _build is removed): one
+# whose code cells are unchanged is not executed again.  The cache is emptied first when
+# aimlib, its data, book/_code or book/data changed (book/_ext/aim_cache.py keeps their
+# hash beside it).  `make test` builds without the cache, every chapter executed.
+BOOK_CACHE := .jupyter_cache
+
 book: $(VENV)/.installed _vendor/.installed
 	rm -rf $(BUILD)
-	$(VENV)/bin/jupyter-book build . --path-output . -W -n --keep-going
+	$(PY) book/_ext/aim_cache.py $(BOOK_CACHE)
+	AIM_BOOK_CACHE=$(BOOK_CACHE) $(VENV)/bin/jupyter-book build . --path-output . -W -n --keep-going
 	@echo "The book is at $(CURDIR)/$(BUILD)/html/index.html"
+
+# The whole book as one PDF, offline: the built pages in the order of _toc.yml joined into
+# _build/html/print-book.html and printed by the system Chromium (book/_ext/book_pdf.py).
+pdf: $(VENV)/.installed
+	@test -f $(BUILD)/html/index.html || $(MAKE) book PYTHON=$(PYTHON)
+	$(PY) book/_ext/book_pdf.py --html $(BUILD)/html --out $(BUILD)/aim-book.pdf
 
 # The second run repeats the library's tests with every array aimlib creates on the strict
 # CPU stand-in for CuPy (tests/strict_cupy.py): a host/device mix fails as on a GPU.
@@ -87,4 +102,4 @@ bench: $(VENV)/.installed
 	for f in benchmarks/bench_*.py; do $(PY) $$f || exit 1; done
 
 clean:
-	rm -rf $(BUILD) _vendor
+	rm -rf $(BUILD) _vendor $(BOOK_CACHE)

@@ -1,7 +1,7 @@
 """aimlib: Bayes-optimal learning of attention-indexed models.
 
-Modules
--------
+Subpackages and modules
+-----------------------
 backend
     NumPy/CuPy selection (one code path for CPU and GPU).
 channels
@@ -32,25 +32,30 @@ widgets
     Interactive ipywidgets panels (needs the ``widgets`` extra).
 plotting
     The book's figure style (needs matplotlib).
+tables
+    Text tables and packed lines that fit the book's output box (``OUTPUT_WIDTH`` characters).
 cli
     The command line, ``python -m aimlib``.
 
-``sweep``, ``widgets``, ``plotting`` and ``cli`` are imported on first access (``aimlib.sweep``).
+Every subpackage is imported on first access (``aimlib.sweep``, ``from aimlib import amp``), so
+``import aimlib`` costs milliseconds and a command imports only what it uses.
 """
 import importlib
 
-from . import amp, backend, channels, convex, gd, model, priors, rmt, state_evolution, untied
 from .errors import ConvergenceError
 
 __version__ = "0.1.0"
-_ON_DEMAND = ("sweep", "widgets", "plotting", "cli")
-__all__ = ["amp", "backend", "channels", "convex", "gd", "model", "priors", "rmt", "state_evolution", "untied",
-           *_ON_DEMAND,
-           "ConvergenceError", "__version__"]
+_ON_DEMAND = ("amp", "backend", "channels", "convex", "gd", "model", "priors", "rmt", "state_evolution", "tables",
+              "tokens", "untied", "sweep", "widgets", "plotting", "cli")
+__all__ = [*_ON_DEMAND, "ConvergenceError", "__version__"]
 
 
 def __getattr__(name):
-    """Import the optional submodules (``sweep``, ``widgets``, ``plotting``, ``cli``) on first access."""
+    """Import a submodule of :data:`__all__` on first access (``aimlib.amp``)."""
     if name in _ON_DEMAND:
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'aimlib' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted({*globals(), *_ON_DEMAND})

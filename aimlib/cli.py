@@ -16,7 +16,8 @@ Commands
         python -m aimlib threshold --channel softmax --T 2 --rho 0.5
 
 ``amp``
-    One GAMP-RIE run on sampled data, CSV ``alpha,d,seed,mmse,iterations,seconds``::
+    One GAMP-RIE run on sampled data (``--tokens-storage regenerate``: no tokens held, :mod:`aimlib.tokens`),
+    CSV ``alpha,d,seed,mmse,iterations,seconds``::
 
         python -m aimlib amp --channel softmax --T 2 --rho 0.5 --alpha 0.1 --d 200 --seed 0
 
@@ -65,16 +66,18 @@ from typing import Callable
 
 import numpy as np
 
-from . import _validate, amp, gd, state_evolution as se, sweep
+import aimlib  # amp, gd, sweep and convex load on first use (aimlib.__getattr__): `se` never imports them
+
+from . import _validate, state_evolution as se
 from ._optional import MissingDependency
 from .channels import deep_hardmax, hardmax, make_channel
 from .channels.registry import CHANNELS
 from .cli_checks import (RANGES, Once, Parser, check_channel, check_gd, check_numbers, check_samples,
                          token_law_type)
 from .cli_output import columns, fmt, print_row, print_table, values
-from .convex import min_trace_threshold
 from .errors import ConvergenceError
 from .priors import TEACHER_FAMILIES, make_priors
+from .tokens import STORAGES, token_law
 
 __all__ = ["main", "build_parser", "register_command", "COMMANDS"]
 _Parser, _Once = Parser, Once  # one line per error, every option at most once (aimlib.cli_checks)
@@ -83,9 +86,7 @@ class UsageError(ValueError):
     """A bad combination of command-line arguments (exit status 2)."""
 
 
-# ---------------------------------------------------------------------------
-# se and threshold
-# ---------------------------------------------------------------------------
+# --- se and threshold -------------------------------------------------------
 
 def _add_channel(p):
     p.add_argument("--channel", default="softmax", choices=list(CHANNELS),
@@ -196,21 +197,20 @@ def _threshold_run(args) -> int:
         if args.channel != "softmax" or ch.linear_k(args.T) is None:
             raise UsageError(f"--estimator min-trace needs the noiseless softmax channel, got "
                              f"--channel {args.channel}{' with --noise' if getattr(ch, 'noise', 0) else ''}")
-        print(fmt(min_trace_threshold(_rho(args, ch), args.T)))
+        print(fmt(aimlib.convex.min_trace_threshold(_rho(args, ch), args.T)))
         return 0
     if args.channel != "hardmax":
         print(fmt(se.perfect_recovery_threshold(_priors(args, ch), args.T, ch)))
         return 0
-    if args.rho != [0] or args.T != 2 or ch.noise != 0:
+    if args.rho != [0] or ch.noise != 0:
         raise UsageError("--channel hardmax has no perfect-recovery threshold; its weak-recovery "
-                         "threshold (in alpha_bar = alpha/rho) is defined for --rho 0, --T 2, no --noise")
-    print(fmt(hardmax.weak_recovery_threshold()))
+                         "threshold (in alpha_bar = alpha/rho) is defined for --rho 0, no --noise")
+    print(fmt(hardmax.weak_recovery_threshold() if args.T == 2
+              else hardmax.hardmax_polytope.weak_recovery_threshold(args.T)))
     return 0
 
 
-# ---------------------------------------------------------------------------
-# amp and gd: one finite-d run each, as one CSV row
-# ---------------------------------------------------------------------------
+# --- amp and gd: one finite-d run each, as one CSV row ----------------------
 
 def _run_arguments(p):
     p.add_argument("--T", type=RANGES["T"], default=2, action=_Once, help="sequence length T (default: 2)")
@@ -236,15 +236,18 @@ def _amp_arguments(p):
                    help="at the cap: fail with exit status 1 (default), or print the unconverged row")
     p.add_argument("--damping", type=RANGES["damping"], default=None, help="damping in [0, 1) (default: GAMP's)")
     p.add_argument("--tol", type=RANGES["tol"], default=None, help="stopping tolerance in (0, 1] (default: GAMP's)")
+    p.add_argument("--tokens-storage", choices=list(STORAGES), default="store", action=_Once,
+                   help="store (default) or regenerate: hold no tokens, redraw each chunk of samples in every pass")
 
 
 def _amp_run(args) -> int:
     ch = _channel(args)
     check_samples(args)
     given = {k: getattr(args, k) for k in ("damping", "tol") if getattr(args, k) is not None}
-    row = amp.run_amp(ch, args.T, _rho(args, ch), args.alpha, args.d, args.seed, backend=args.backend,
-                      dtype=args.dtype, tokens=args.tokens, teachers=args.teachers, max_iter=args.max_iter,
-                      on_max_iter=args.on_max_iter, **given)
+    tokens = token_law(args.tokens).with_storage(args.tokens_storage)
+    row = aimlib.amp.run_amp(ch, args.T, _rho(args, ch), args.alpha, args.d, args.seed, backend=args.backend,
+                             dtype=args.dtype, tokens=tokens, teachers=args.teachers, max_iter=args.max_iter,
+                             on_max_iter=args.on_max_iter, **given)
     flagged = ["converged"] if args.on_max_iter != "raise" else []   # rows that may stop unconverged
     print_row(["alpha", "d", "seed", "mmse", "iterations", "seconds"] + flagged,
                dict(row, converged=int(row["converged"])))
@@ -273,17 +276,16 @@ def _gd_run(args) -> int:
     if len(args.rho) != 1:
         raise UsageError(f"--rho must hold one width ratio for gd, got {len(args.rho)}")
     check_gd(args)
-    row = gd.run_gd(args.T, args.rho[0], args.alpha, args.d, args.seed, restarts=args.restarts,
-                    backend=args.backend, dtype=args.dtype, beta=args.beta, steps=args.steps,
-                    student=args.student, weight_decay=args.weight_decay, tokens=args.tokens, teachers=args.teachers,
-                    on_max_iter=args.on_max_iter, **({} if args.rank is None else {"rank": args.rank}))
+    row = aimlib.gd.run_gd(args.T, args.rho[0], args.alpha, args.d, args.seed, restarts=args.restarts,
+                           backend=args.backend, dtype=args.dtype, beta=args.beta, steps=args.steps,
+                           student=args.student, weight_decay=args.weight_decay, tokens=args.tokens,
+                           teachers=args.teachers, on_max_iter=args.on_max_iter,
+                           **({} if args.rank is None else {"rank": args.rank}))
     print_row(["alpha", "d", "seed", "restarts", "mmse_single", "mmse_averaged", "seconds"], row)
     return 0
 
 
-# ---------------------------------------------------------------------------
-# sweep: a grid of runs from a YAML spec, cached in a CSV
-# ---------------------------------------------------------------------------
+# --- sweep: a grid of runs from a YAML spec, cached in a CSV ----------------
 
 def _sweep_arguments(p):
     p.add_argument("spec", metavar="SPEC", help="sweep spec (YAML), see aimlib.sweep")
@@ -300,6 +302,7 @@ def _sweep_arguments(p):
 
 
 def _sweep_run(args) -> int:
+    sweep = aimlib.sweep   # imported here, on first use
     spec = sweep.load_spec(args.spec)
     out = args.out if args.out is not None else str(Path(args.spec).with_suffix(".csv"))
     _validate.output_file("--out", out)
@@ -342,9 +345,7 @@ def _sweep_run(args) -> int:
     return 1 if report.failures else 0
 
 
-# ---------------------------------------------------------------------------
-# registry and entry point
-# ---------------------------------------------------------------------------
+# --- registry and entry point -----------------------------------------------
 
 #: command -> (help, add_arguments(parser), run(args) -> exit status)
 COMMANDS: dict[str, tuple[str, Callable, Callable]] = {

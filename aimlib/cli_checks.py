@@ -19,7 +19,8 @@ import re
 
 from . import _validate as v
 from ._validate import RHO_RANGE
-from .channels.registry import T2_ONLY
+from .channels.hardmax_polytope import THRESHOLD_MAX_T
+from .channels.registry import MAX_T
 from .gd.memory import memory_estimate
 from .model import teacher_width
 from .tokens import parse_token_law
@@ -192,12 +193,18 @@ def check_channel(args, command: str) -> None:
         if ch != "hardmax" and args.noise:
             raise ValueError(f"--noise {_g(args.noise)}: there is no perfect recovery with label noise; "
                              "threshold needs --noise 0 (or no --noise)")
+        if ch == "hardmax" and args.T > THRESHOLD_MAX_T:
+            raise ValueError(f"--T: threshold --channel hardmax is available for T <= {THRESHOLD_MAX_T} only "
+                             f"(a sum over the argmax patterns, 218 at T = 4, of Gaussian cones of T(T-1) "
+                             f"inequalities), got --T {args.T}")
         return
     if ch == "hardmax" and args.noise:
         raise ValueError(f"--noise {_g(args.noise)}: --channel hardmax has no Bayes side with label noise; "
                          f"{command} needs --noise 0 (or no --noise) with the hardmax")
-    if ch in T2_ONLY and args.T != 2:
-        raise ValueError(f"--T: --channel {ch} is available for T = 2 only ({T2_ONLY[ch]}), got --T {args.T}")
+    if ch in MAX_T and args.T > MAX_T[ch][0]:
+        top, why = MAX_T[ch]
+        limit = "T = 2" if top == 2 else f"T <= {top}"
+        raise ValueError(f"--T: --channel {ch} is available for {limit} only ({why}), got --T {args.T}")
     if ch == "softmax" and args.noise and args.T != 2:
         raise ValueError(f"--T: --channel softmax with --noise is available for T = 2 only, got --T {args.T}; "
                          "without --noise every T >= 2 is solvable")

@@ -3,7 +3,9 @@ r"""Sampling the attention-indexed model (AIM) at finite dimension.
 Conventions (book, chapter "The model"):
 
 * tokens: a sample is ``X`` of shape ``(T, d)`` with i.i.d. ``N(0, 1)``
-  entries; a batch has shape ``(n, T, d)`` (other token laws: :mod:`aimlib.tokens`);
+  entries; a batch has shape ``(n, T, d)`` (other token laws: :mod:`aimlib.tokens`),
+  held as an array or, for a law with ``storage='regenerate'``, regenerated chunk by
+  chunk whenever it is read (:class:`aimlib.tokens.TokenStream`);
 * teacher: ``S = W W^T / sqrt(r d)`` with ``W`` of shape ``(d, r)``, i.i.d.
   ``N(0, 1)``, and width ratio ``rho = r / d``;
 * attention indices: ``h_ab = x_a^T S x_b / sqrt(d) - delta_ab Tr(S) / sqrt(d)``;
@@ -24,10 +26,10 @@ from . import _validate as v
 from .backend import get_array_module, module_named, to_common, to_device, to_host
 from .channels import Channel
 from .priors import Wishart, make_prior, make_priors, teacher_width
-from .tokens import token_law
+from .tokens import TOKEN_CHUNK, TokenStream, token_law, token_stream
 
 __all__ = ["teacher_width", "sample_teacher", "sample_tokens", "attention_indices", "index_chunk_size",
-           "widths", "n_samples", "dataset_bytes", "Dataset", "estimation_error", "sample_dataset", "index_covariance", "index_excess_kurtosis"]
+           "streamed_indices", "widths", "n_samples", "dataset_bytes", "Dataset", "estimation_error", "sample_dataset", "index_covariance", "index_excess_kurtosis"]
 
 
 def sample_teacher(d: int, rho: float, seed=None, *, backend: str | None = None, dtype=np.float64):
@@ -187,6 +189,18 @@ def attention_indices(X, S, *, symmetric: bool = True, chunk_size: int | None = 
     return h
 
 
+def streamed_indices(X: TokenStream, S, *, symmetric: bool = True, memory_mb: float = v.MEMORY_MB):
+    """:func:`attention_indices` of regenerated tokens, one chunk of the stream at a time.
+
+    Equal to ``attention_indices(X.materialise(), S, ...)`` up to rounding, without holding the tokens.
+    """
+    if not isinstance(X, TokenStream):
+        raise TypeError(f"X must be an aimlib.tokens.TokenStream, got {type(X).__name__}")
+    parts = [attention_indices(X[s:s + X.chunk], S, symmetric=symmetric, memory_mb=memory_mb)
+             for s in range(0, X.n, X.chunk)]
+    return parts[0] if len(parts) == 1 else get_array_module(parts[0]).concatenate(parts)
+
+
 #: more samples than this can never be held in memory
 N_MAX = 10**15
 
@@ -210,21 +224,26 @@ def n_samples(alpha: float, d: int) -> int:
     return max(1, int(round(alpha * d * d)))
 
 
-def dataset_bytes(n: int, d: int, T: int, rhos=(1.0,), itemsize: int = 8) -> int:
+def dataset_bytes(n: int, d: int, T: int, rhos=(1.0,), itemsize: int = 8, *, stored_tokens: bool = True) -> int:
     """Bytes of a sampled data set: tokens, indices, outputs and teachers, plus the float64 draws.
 
     ``rhos`` holds one width ratio (the Wishart prior) or prior per teacher; a
-    teacher's draws are :meth:`aimlib.priors.base.Prior.draw_numbers`.
+    teacher's draws are :meth:`aimlib.priors.base.Prior.draw_numbers`.  Tokens that
+    are not stored (``stored_tokens=False``) take one chunk of :data:`~aimlib.tokens.TOKEN_CHUNK`
+    samples at a time.
     """
     L = len(rhos)
     draws = sum(make_prior(r).draw_numbers(d) for r in rhos)
-    return itemsize * (n * T * d + 2 * n * L * T * T + L * d * d) + 8 * (n * T * d + draws + L * d * d)
+    held = n if stored_tokens else min(n, TOKEN_CHUNK)
+    return itemsize * (held * T * d + 2 * n * L * T * T + L * d * d) + 8 * (held * T * d + draws + L * d * d)
 
 
 @dataclass
 class Dataset:
     """A sampled AIM data set: teacher ``S``, tokens ``X``, indices ``h``, outputs ``y``.
 
+    ``X`` is an array, or a :class:`~aimlib.tokens.TokenStream` when the token law's
+    storage is ``'regenerate'`` (``X.materialise()``: the same tokens as an array).
     With ``L > 1`` indices per sample, ``S`` has shape ``(L, d, d)``, ``h`` shape
     ``(n, L, T, T)`` and ``rho`` is a tuple of ``L`` width ratios.  ``priors`` are the
     teachers' priors (:mod:`aimlib.priors`).
@@ -264,7 +283,11 @@ def sample_dataset(alpha: float, d: int, T: int, rho: float, channel: Channel, s
     ``'wishart'`` by default, ``'centred'`` for ``S - sqrt(rho) I``).  Sizes whose
     arrays (:func:`dataset_bytes`) exceed ``memory_mb`` MiB are refused before
     anything is allocated, with an error naming the parameter to lower.
-    ``tokens`` is the token law (:func:`aimlib.tokens.token_law`, default Gaussian).
+    ``tokens`` is the token law (:func:`aimlib.tokens.token_law`, default Gaussian).  Its
+    ``storage='regenerate'`` keeps no tokens (``X`` a :class:`~aimlib.tokens.TokenStream` keyed by
+    the next draw of the seed's Generator, the indices computed chunk by chunk): memory
+    ``O(TOKEN_CHUNK T d + d^2)`` beyond the ``n T^2`` outputs, other tokens than the stored
+    draw of the same seed.
     """
     tokens = token_law(tokens)
     if not isinstance(channel, Channel):
@@ -276,15 +299,20 @@ def sample_dataset(alpha: float, d: int, T: int, rho: float, channel: Channel, s
     T = v.integer("T", T, minimum=2)
     itemsize = np.dtype(dtype).itemsize
     # memory first (every size, T included, may be the one to lower), then the cap on n
-    v.check_memory(lambda n, d, T: dataset_bytes(n, d, T, priors, itemsize),
+    stored = tokens.storage == "store"
+    v.check_memory(lambda n, d, T: dataset_bytes(n, d, T, priors, itemsize, stored_tokens=stored),
                    {"n": v.requested_samples(alpha, d), "d": d, "T": T},
                    v.positive("memory_mb", memory_mb), what="the arrays of the data set",
                    via={"n": ("alpha", alpha, d * d)})
     n = n_samples(alpha, d)
     mats = [p.sample(d, rng, xp=module_named(backend), dtype=dtype) for p in priors]
     S = mats[0] if L == 1 else get_array_module(mats[0]).stack(mats)
-    X = sample_tokens(n, T, d, rng, backend=backend, dtype=dtype, tokens=tokens)
-    h = attention_indices(X, S, symmetric=not channel.square, memory_mb=memory_mb)
+    if stored:
+        X = sample_tokens(n, T, d, rng, backend=backend, dtype=dtype, tokens=tokens)
+        h = attention_indices(X, S, symmetric=not channel.square, memory_mb=memory_mb)
+    else:
+        X = token_stream(n, T, d, rng, tokens, xp=module_named(backend), dtype=dtype)
+        h = streamed_indices(X, S, symmetric=not channel.square, memory_mb=memory_mb)
     y = channel(h, rng)
     return Dataset(S=S, X=X, h=h, y=y, channel=channel, alpha=float(alpha),
                    rho=priors[0].rho if L == 1 else tuple(p.rho for p in priors), priors=priors)

@@ -19,22 +19,39 @@ default).  The other laws keep mean 0 and variance 1 per entry:
 
 A law is named by a string or a mapping ``{"name": ..., <params>}``
 (:func:`token_law`).
+
+Storage.  A data set holds its tokens (``storage: store``, the default), or
+regenerates them whenever they are read (``storage: regenerate``): a
+:class:`TokenStream` draws the chunk ``k`` of :data:`TOKEN_CHUNK` samples from
+its own counter-based generator, NumPy's ``Philox`` keyed by ``SeedSequence(key,
+spawn_key=(k,))``, so a chunk is the same whenever and in whatever order it is
+read, one pass over the data costs the draws again, and the memory is that of a
+chunk, ``O(TOKEN_CHUNK T d)``, whatever ``n``.  :meth:`TokenStream.materialise`
+stores the same draws.  The draws are made on the host and moved to the
+stream's array module, so NumPy and CuPy read the same tokens.
 """
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
 from . import _validate as v
+from .backend import to_device
 
-__all__ = ["LAWS", "TokenLaw", "token_law", "toeplitz_covariance", "covariance_sqrt"]
+__all__ = ["LAWS", "STORAGES", "TOKEN_CHUNK", "TokenLaw", "TokenStream", "token_law", "token_stream",
+           "toeplitz_covariance", "covariance_sqrt"]
 
 #: law -> its parameters with their defaults
 LAWS = {"gaussian": {}, "rademacher": {}, "uniform": {}, "sparse": {"p": 0.1},
         "student-t": {"nu": 5.0}, "correlated": {"c": None, "cov": None}}
+#: how a data set holds its tokens (module docstring)
+STORAGES = ("store", "regenerate")
+#: samples per chunk of a :class:`TokenStream`: part of what a seed draws, so fixed
+TOKEN_CHUNK = 256
 
 
 def toeplitz_covariance(d: int, c: float) -> np.ndarray:
@@ -62,10 +79,15 @@ def covariance_sqrt(cov, d: int | None = None) -> np.ndarray:
 
 @dataclass(frozen=True)
 class TokenLaw:
-    """A validated token law: ``name`` and its parameters as sorted ``(key, value)`` pairs."""
+    """A validated token law: ``name`` and its parameters as sorted ``(key, value)`` pairs.
+
+    ``storage`` says how a data set of this law holds its tokens (:data:`STORAGES`):
+    ``'regenerate'`` makes :func:`aimlib.model.sample_dataset` hold a :class:`TokenStream`.
+    """
 
     name: str = "gaussian"
     params: tuple = ()
+    storage: str = "store"
 
     @property
     def is_gaussian(self) -> bool:
@@ -75,7 +97,7 @@ class TokenLaw:
     def to_dict(self) -> dict:
         """The mapping ``{"name": ..., **params}`` (``cov`` as nested lists)."""
         p = {k: (x.tolist() if isinstance(x, np.ndarray) else x) for k, x in self.params}
-        return {"name": self.name, **p}
+        return {"name": self.name, **p, **({"storage": self.storage} if self.storage != "store" else {})}
 
     def fourth_moment(self) -> float:
         """``E x_i^4`` of one entry (``inf`` for a Student t with ``nu <= 4``)."""
@@ -102,10 +124,19 @@ class TokenLaw:
         covariance_sqrt(C, d)
         return C
 
-    def sample(self, rng: np.random.Generator, shape: tuple) -> np.ndarray:
+    def with_storage(self, storage: str) -> "TokenLaw":
+        """The same law with the storage ``storage`` (:data:`STORAGES`)."""
+        return replace(self, storage=v.choice("tokens_storage", storage, STORAGES))
+
+    def covariance_root(self, d: int) -> np.ndarray | None:
+        """``C^{1/2}`` of a ``correlated`` law in ``R^d`` (None for the others)."""
+        return covariance_sqrt(self.covariance(d)) if self.name == "correlated" else None
+
+    def sample(self, rng: np.random.Generator, shape: tuple, root=None) -> np.ndarray:
         """Float64 draws of shape ``shape`` (last axis ``d``) from ``rng``.
 
-        ``gaussian`` draws exactly ``rng.standard_normal(shape)``.
+        ``gaussian`` draws exactly ``rng.standard_normal(shape)``; ``root`` is
+        :meth:`covariance_root`, computed here when not given.
         """
         p = dict(self.params)
         if self.name == "gaussian":
@@ -120,7 +151,7 @@ class TokenLaw:
         if self.name == "student-t":
             nu = p["nu"]
             return rng.standard_t(nu, size=shape) * math.sqrt((nu - 2.0) / nu)
-        root = covariance_sqrt(self.covariance(shape[-1]))
+        root = self.covariance_root(shape[-1]) if root is None else root
         return rng.standard_normal(shape) @ root
 
 
@@ -140,7 +171,8 @@ def _param(name: str, key: str, value):
 def parse_token_law(text: str) -> TokenLaw:
     """A law from text (the command line's ``--tokens``): a name, or a JSON object of ``name`` and parameters.
 
-    Raises ``ValueError`` naming ``tokens``: for text that is neither, for JSON
+    Raises ``ValueError`` naming ``tokens``: for a ``storage`` key (the command line's
+    ``--tokens-storage``), for text that is neither, for JSON
     nested deeper than :data:`MAX_DEPTH` (also where ``json`` itself would
     recurse too deeply), and (from :func:`token_law`) for a law or parameter
     out of range.
@@ -153,6 +185,8 @@ def parse_token_law(text: str) -> TokenLaw:
                          f"({exc.msg})") from None
     except RecursionError:  # thousands of nested brackets
         spec = None
+    if isinstance(spec, dict) and "storage" in spec:
+        raise ValueError("tokens names a law and its parameters; how the tokens are held is --tokens-storage")
     depth = _depth(spec) if spec is not None else MAX_DEPTH + 1
     if depth > MAX_DEPTH:
         got = "more" if spec is None else depth
@@ -181,9 +215,9 @@ def _depth(x) -> int:
 def token_law(tokens=None) -> TokenLaw:
     """A :class:`TokenLaw` from ``None`` (gaussian), a name, a mapping or a law.
 
-    A mapping holds ``name`` and the law's parameters (:data:`LAWS`); omitted
-    parameters take their defaults.  ``correlated`` needs exactly one of ``c``
-    and ``cov``.  Errors name the parameter and its range.
+    A mapping holds ``name``, the law's parameters (:data:`LAWS`; omitted ones take
+    their defaults) and optionally ``storage`` (:data:`STORAGES`).  ``correlated``
+    needs exactly one of ``c`` and ``cov``.  Errors name the parameter and its range.
     """
     if tokens is None or isinstance(tokens, TokenLaw):
         return tokens or TokenLaw()
@@ -193,6 +227,7 @@ def token_law(tokens=None) -> TokenLaw:
         raise TypeError(f"tokens must be a law name, a mapping or None, got {type(tokens).__name__}")
     spec = dict(tokens)
     name = v.choice("tokens.name", spec.pop("name", None), tuple(LAWS))
+    storage = v.choice("tokens.storage", spec.pop("storage", "store"), STORAGES)
     for k in spec:
         if k not in LAWS[name]:
             allowed = ", ".join(LAWS[name]) or "none"
@@ -201,4 +236,79 @@ def token_law(tokens=None) -> TokenLaw:
         raise ValueError("tokens of law 'correlated' need exactly one of tokens.c and tokens.cov")
     params = {k: x for k, x in LAWS[name].items() if x is not None}
     params.update({k: _param(name, k, x) for k, x in spec.items()})
-    return TokenLaw(name, tuple(sorted(params.items())))
+    return TokenLaw(name, tuple(sorted(params.items())), storage)
+
+
+@dataclass(frozen=True)
+class TokenStream:
+    """The tokens of ``n`` samples, regenerated chunk by chunk whenever they are read (module docstring).
+
+    Reads like an array of shape ``(n, T, d)`` sliced along its first axis
+    (``X[s:s + c]``, an array of :attr:`xp`); chunk ``k`` (samples ``k chunk`` to
+    ``(k + 1) chunk``) is ``law.sample`` from ``Generator(Philox(SeedSequence(key,
+    spawn_key=(k,))))``.  Nothing is held but the law, the key and the covariance root
+    of a ``correlated`` law.  Made by :func:`token_stream`.
+    """
+
+    law: TokenLaw
+    n: int
+    T: int
+    d: int
+    key: tuple
+    dtype: Any = np.float64
+    xp: Any = np
+    chunk: int = TOKEN_CHUNK
+    root: Any = None
+
+    @property
+    def shape(self) -> tuple:
+        return (self.n, self.T, self.d)
+
+    @property
+    def ndim(self) -> int:
+        return 3
+
+    @property
+    def stored_bytes(self) -> int:
+        """What holding the tokens would take."""
+        return self.n * self.T * self.d * np.dtype(self.dtype).itemsize
+
+    def on(self, xp, dtype) -> "TokenStream":
+        """The same draws, read as arrays of ``xp`` in ``dtype``."""
+        return replace(self, xp=xp, dtype=np.dtype(dtype))
+
+    def block(self, k: int):
+        """Chunk ``k``: the tokens of samples ``k chunk`` to ``min((k + 1) chunk, n)``."""
+        rows = min(self.chunk, self.n - k * self.chunk)
+        rng = np.random.Generator(np.random.Philox(np.random.SeedSequence(list(self.key), spawn_key=(k,))))
+        X = self.law.sample(rng, (rows, self.T, self.d), self.root).astype(self.dtype, copy=False)
+        return to_device(X, self.xp)
+
+    def __getitem__(self, key):
+        if not isinstance(key, slice) or key.step not in (None, 1):
+            raise TypeError(f"a TokenStream is read in slices of samples X[start:stop], got {key!r}")
+        start, stop, _ = key.indices(self.n)
+        stop = max(start, stop)
+        if start == stop:
+            return self.xp.zeros((0, self.T, self.d), dtype=self.dtype)
+        first, last = start // self.chunk, (stop - 1) // self.chunk
+        parts = [self.block(k) for k in range(first, last + 1)]
+        X = parts[0] if len(parts) == 1 else self.xp.concatenate(parts)
+        offset = first * self.chunk
+        return X[start - offset:stop - offset]
+
+    def materialise(self):
+        """All ``n`` samples as one array: the stored data set of the same draws."""
+        return self[0:self.n]
+
+
+def token_stream(n: int, T: int, d: int, rng, tokens=None, *, xp=np, dtype=np.float64) -> TokenStream:
+    """A :class:`TokenStream` of ``n`` samples keyed by two 63-bit words drawn from ``rng``.
+
+    ``rng`` is the Generator of the data set (:func:`aimlib._validate.generator`): the key is
+    its next draw, so a seed gives the same tokens on every backend and every read.
+    """
+    law = token_law(tokens)
+    n, T, d = v.integer("n", n, minimum=1), v.integer("T", T, minimum=2), v.integer("d", d, minimum=1)
+    key = tuple(int(x) for x in v.generator(rng).integers(0, 2**63, size=2))
+    return TokenStream(law=law, n=n, T=T, d=d, key=key, dtype=np.dtype(dtype), xp=xp, root=law.covariance_root(d))

@@ -1,6 +1,6 @@
 """Gradient descent on students of H averaged softmax heads, against the counting bound.
 
-Writes ``book/data/heads_gd.csv`` (chapter "Beyond the solvable model"): one row
+Writes ``book/data/heads_gd.csv`` (chapter "Several heads"): one row
 per restart, for ``H = 1, 2, 3`` heads at ``d = 20`` and ``30``, ``T = 2``,
 ``rho = 0.5``, ``alpha`` on a grid of multiples of the
 counting bound :func:`aimlib.channels.heads.count_threshold`, three data sets and

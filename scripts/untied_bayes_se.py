@@ -1,6 +1,6 @@
 """The exact two-overlap state evolution of untied key and query, its prior side sampled.
 
-Writes ``book/data/untied_bayes_se.csv`` (chapter "Beyond the solvable model",
+Writes ``book/data/untied_bayes_se.csv`` (chapter "Untied key and query: algorithms and the exact error",
 section "The Bayes-optimal error, sampled"): one row per fixed point of
 :func:`aimlib.untied.sampled_state_evolution`, the noiseless softmax channel with
 ``S = Q K^T/sqrt(r d)``, ``rho = 0.5``, whose prior side is the error of the

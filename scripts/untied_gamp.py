@@ -1,6 +1,6 @@
 """GAMP on untied key and query (noiseless softmax), against the two-overlap state evolution.
 
-Writes ``book/data/untied_gamp.csv`` (chapter "Beyond the solvable model",
+Writes ``book/data/untied_gamp.csv`` (chapter "Untied key and query: algorithms and the exact error",
 section "GAMP for untied key and query"): one row per run of
 :func:`aimlib.untied.run_untied_gamp`, with the errors of the two parts of the
 estimate and the algorithm's own predictions.  Two priors: ``rho = inf``

@@ -1,6 +1,6 @@
 """Does the planted Hamiltonian Monte Carlo chain of the two-noise MMSE mix?  Planted against prior starts.
 
-Writes ``book/data/untied_mixing.csv`` (chapter "Beyond the solvable model",
+Writes ``book/data/untied_mixing.csv`` (chapter "Untied key and query: algorithms and the exact error",
 section "The Bayes-optimal error, sampled"): one row per chain of
 :func:`aimlib.untied.sample_two_noise` at the noises ``Delta_s = 2/qhat_s``
 (:func:`aimlib.untied.sector_qhat`) of the sampled fixed points that the book

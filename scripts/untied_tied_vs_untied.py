@@ -1,6 +1,6 @@
 """Tied against untied key and query: the noiseless softmax's estimation error along alpha.
 
-Writes ``book/data/untied_tied_vs_untied.csv`` (chapter "Beyond the solvable model",
+Writes ``book/data/untied_tied_vs_untied.csv`` (chapter "Untied key and query: algorithms and the exact error",
 section "Untied key and query"): one row per ``(T, rho, alpha)``, the tied error
 ``E_tied`` of the exact state evolution (:func:`aimlib.state_evolution.curve`) and the
 untied error ``E_untied`` of its isotropic closure ``V = mmse_rect(V / ((T^2 - T) alpha))``

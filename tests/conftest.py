@@ -89,12 +89,16 @@ def strict_cupy(monkeypatch):
 def built_book():
     """Build the book strictly, once per session, from a clean ``_build``.
 
-    Returns the completed process (stdout+stderr in ``.stdout``) and the HTML folder.
+    Every chapter executes (``_config.yml``'s ``force``): the build runs without
+    ``AIM_BOOK_CACHE``, the switch of ``make book`` to cached execution
+    (``book/_ext/aim_cache.py``).  Returns the completed process (stdout+stderr
+    in ``.stdout``) and the HTML folder.
     """
     shutil.rmtree(BUILD, ignore_errors=True)
     cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(ROOT),
            "--path-output", str(ROOT), "-W", "-n", "--keep-going"]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    env = {k: v for k, v in os.environ.items() if k != "AIM_BOOK_CACHE"}
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     proc.stdout = proc.stdout + proc.stderr
     return proc, BUILD / "html"
 

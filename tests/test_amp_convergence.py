@@ -157,3 +157,67 @@ def test_cli_exit_status_follows_the_check():
     header, row = good.stdout.strip().splitlines()
     values = dict(zip(header.split(","), row.split(",")))
     assert float(values["mmse"]) < 1e-4 and int(values["iterations"]) < 300
+
+
+# --- the rule stop='drift': extrapolated distance to the limit -----------------------------
+
+class _Rules:
+    tol, m_floor = 1e-4, 1e-8
+
+
+def _drift_stop(r, wobble=0.0, d=20, k=10, max_iter=2000):
+    """Feed ``S_t = S* + r^t E + wobble (-1)^t F`` to :class:`aimlib.amp.loop.BlockDrift` (m = 1);
+    return the iteration it stops at and the squared distance per d of that block's mean to ``S*``."""
+    rng = np.random.default_rng(0)
+    S_star, E, F = (rng.standard_normal((d, d)) for _ in range(3))
+    E *= np.sqrt(d / np.sum(E * E))                  # ||E||_F^2 / d = 1
+    drift, block = amp.loop.BlockDrift(k), []
+    for t in range(1, max_iter + 1):
+        S = S_star + r**t * E + wobble * (-1) ** t * F
+        block.append(S)
+        _, still = drift.update([S], np.array([1.0]), d, _Rules, 0.0, np)
+        if still:
+            mean = np.mean(block[-k:], axis=0)
+            return t, float(np.sum((mean - S_star) ** 2)) / d
+    return None, None
+
+
+@pytest.mark.parametrize("r", [0.8, 0.95, 0.99])
+def test_drift_stops_when_the_distance_left_is_within_tol(r):
+    """A geometric drift stops once the block mean is within tol (times a margin for the
+    lag of one block) of the limit, where one iteration's step is far smaller."""
+    t, left = _drift_stop(r)
+    assert t is not None and left <= 4 * _Rules.tol
+    step = (r ** (t - 1) - r**t) ** 2                 # ||S_t - S_{t-1}||^2 / d at the stop
+    assert step < _Rules.tol * (1 - r) ** 1.5         # the step rule would have stopped long before
+
+
+def test_drift_averages_out_an_oscillation_of_period_two():
+    t, left = _drift_stop(0.95, wobble=0.05)
+    assert t is not None and left <= 4 * _Rules.tol
+
+
+def test_a_drift_that_does_not_shrink_never_stops():
+    rng = np.random.default_rng(1)
+    drift, E = amp.loop.BlockDrift(10), rng.standard_normal((10, 10))
+    for t in range(1, 300):
+        _, still = drift.update([t * 1e-3 * E], np.array([1.0]), 10, _Rules, 0.0, np)
+        assert not still
+
+
+@pytest.mark.slow
+def test_drift_reaches_the_limit_where_the_step_rule_stops_early():
+    """Hardmax, T = 2, rho = 0.5, alpha = 1, d = 50: the default rule stops about 10 % above the
+    algorithm's limit (contraction per iteration about 0.96); 'drift' lands within 0.5 % of a run
+    with a ten times smaller tolerance."""
+    runs = {kw: amp.run_amp("hardmax", 2, 0.5, 1.0, 50, seed=0, max_iter=600, **dict(kw))
+            for kw in ((), (("stop", "drift"),), (("stop", "drift"), ("tol", 1e-5)))}
+    default, drift, tight = (r["mmse"] for r in runs.values())
+    assert drift == pytest.approx(tight, rel=5e-3)
+    assert default > 1.05 * tight
+    assert runs[(("stop", "drift"),)]["iterations"] > 3 * runs[()]["iterations"]
+
+
+def test_bad_stop_rule_is_named():
+    with pytest.raises(ValueError, match="stop must be one of"):
+        _run(d=20, stop="steps")

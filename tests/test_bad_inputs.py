@@ -66,7 +66,8 @@ def test_an_unconverged_row_only_on_request(capsys):
     (["threshold", "--T", "1"], ["--T must be an integer >= 2"]),
     (["se", "--channel", "hardmax", "--beta", "2", "--alpha", "0.1"], ["beta is not a parameter of the hardmax"]),
     (["amp", "--channel", "linear", "--beta", "2", "--alpha", "0.1", "--d", "20"], ["beta is not a parameter"]),
-    (["threshold", "--channel", "hardmax", "--rho", "0", "--T", "3", "--noise", "1"], ["--T 2, no --noise"]),
+    (["threshold", "--channel", "hardmax", "--rho", "0", "--T", "3", "--noise", "1"], ["--rho 0, no --noise"]),
+    (["threshold", "--channel", "hardmax", "--rho", "0", "--T", "5"], ["--T", "T <= 4 only", "got --T 5"]),
     (["se", "--alpha", "0.1", "--alpha", "0.2"], ["--alpha given twice"]),
 ])
 def test_bad_input_exits_2_naming_the_parameter(capsys, argv, words):
@@ -210,7 +211,7 @@ _INTERNAL = re.compile(r"\b(q must|Q0|delta must|omega|y must|memory_mb|lr|max_i
     (["se", "--channel", "deep-hardmax", "--rho", "0.5", "0.5", "--c", "1e10", "--alpha", "0.1"],
      ["--c", "[-100, 100]"]),
     (["se", "--channel", "deep-hardmax", "--rho", "2e3", "2e3", "--alpha", "0.1"], ["--rho", "[0.0001, 1000]"]),
-    (["amp", "--channel", "hardmax", "--T", "3", "--alpha", "0.1", "--d", "20"], ["--T", "T = 2 only"]),
+    (["amp", "--channel", "hardmax", "--T", "4", "--alpha", "0.1", "--d", "20"], ["--T", "T <= 3 only"]),
     (["se", "--channel", "hardmax", "--noise", "0.1", "--alpha", "0.1"], ["--noise", "no Bayes side"]),
     (["threshold", "--channel", "linear", "--noise", "0.1"], ["--noise", "needs --noise 0"]),
     (["threshold", "--channel", "deep-hardmax", "--rho", "0.5", "0.5"], ["--rho", "rho -> 0 onset", "no --rho"]),

@@ -114,7 +114,7 @@ def test_every_chapter_offers_its_executed_notebook(built_book):
     for path in toc_files():
         rel = path.relative_to(ROOT).with_suffix("")
         page = (site / f"{rel}.html").read_text()
-        href = f"../_sources/{rel}.ipynb"
+        href = "../" * (len(rel.parts) - 1) + f"_sources/{rel.as_posix()}.ipynb"   # relative to the page
         assert re.search(rf'<a href="{re.escape(href)}"[^>]*btn-download-notebook-button', page), f"{rel}: no .ipynb download"
         notebook = nbformat.read(site / "_sources" / f"{rel}.ipynb", as_version=4)
         nbformat.validate(notebook)
@@ -162,3 +162,50 @@ def test_no_raw_tex_in_prose(built_book):
         text = " ".join(parser.chunks)
         hits = [text[max(m.start() - 40, 0):m.end() + 40] for m in raw.finditer(text)]
         assert not hits, f"{page.name}: raw TeX in prose: {hits[:5]}"
+
+
+class OutputText(HTMLParser):
+    """The text blocks of a page's cell outputs: each ``pre`` inside a ``cell_output`` (no images or widgets)."""
+
+    VOID = ProseText.VOID
+
+    def __init__(self):
+        super().__init__()
+        self.depth, self.pre, self.chunks, self.blocks = 0, 0, [], []
+
+    def handle_starttag(self, tag, attrs):
+        if tag in self.VOID:
+            return
+        if self.depth or "cell_output" in (dict(attrs).get("class") or "").split():
+            self.depth += 1
+            self.pre += tag == "pre"
+
+    def handle_endtag(self, tag):
+        if tag in self.VOID or not self.depth:
+            return
+        if tag == "pre" and self.pre:
+            self.pre -= 1
+            if not self.pre:
+                self.blocks.append("".join(self.chunks))
+                self.chunks = []
+        self.depth -= 1
+
+    def handle_data(self, data):
+        if self.pre:
+            self.chunks.append(data)
+
+
+def test_cell_outputs_fit_the_output_box(built_book):
+    """Every line a cell prints fits the theme's output box (``aimlib.tables.OUTPUT_WIDTH`` characters)."""
+    from aimlib.tables import OUTPUT_WIDTH
+
+    _, html_dir = built_book
+    too_wide = []
+    for path in toc_files():
+        page = html_dir / path.relative_to(ROOT).with_suffix(".html")
+        parser = OutputText()
+        parser.feed(page.read_text())
+        too_wide += [f"{page.name}: [{len(line)}] {line}" for block in parser.blocks
+                     for line in block.splitlines() if len(line) > OUTPUT_WIDTH]
+    assert not too_wide, (f"{len(too_wide)} output lines wider than {OUTPUT_WIDTH} characters:\n"
+                          + "\n".join(too_wide[:30]))

@@ -33,8 +33,16 @@ def chromium():
 
 
 def _pages(html):
-    pages = sorted(p.relative_to(html).as_posix() for p in (html / "book").glob("*.html"))
+    """Every page of the book, the library reference's included, and the search and index pages."""
+    pages = sorted(p.relative_to(html).as_posix() for p in (html / "book").rglob("*.html"))
     return pages + ["search.html", "genindex.html"]
+
+
+#: a screen is the height of the window the tests read pages in (``visit``: 1280 x 900 px)
+SCREEN_PX = 900
+#: a chapter a student can finish: about 25 screens (the library reference, a page to look
+#: things up in, is not read through and has no limit)
+MAX_SCREENS = 26
 
 
 def visit(chromium, base, path, width=1280):
@@ -88,6 +96,7 @@ def test_every_page_renders_cleanly(site, chromium):
                     .filter(m => m.scrollWidth > m.clientWidth + 2)
                     .map(m => `${texOf(m)} (${m.scrollWidth}/${m.clientWidth}px)`),
                 rawTables: text.match(RAW_TABLE) || [],
+                height: document.documentElement.scrollHeight,
               };
             }"""
         )
@@ -97,9 +106,14 @@ def test_every_page_renders_cleanly(site, chromium):
         for key in ("merror", "rawDollars"):
             if report[key]:
                 problems[key] = report[key]
+        # the reference pages show docstring formulas written for the source's lines: they scroll
+        reference = path.startswith("book/api/")
         for key in ("brokenImages", "danglingRefs", "unresolved", "wideEquations", "rawTables"):
-            if report[key]:
+            if report[key] and not (reference and key == "wideEquations"):
                 problems[key] = report[key][:5]
+        chapter = path.startswith("book/") and not reference
+        if chapter and report["height"] > MAX_SCREENS * SCREEN_PX:
+            problems["length"] = f"{report['height'] / SCREEN_PX:.1f} screens of {SCREEN_PX} px"
         if problems:
             failures.append(f"{path}: {problems}")
         ctx.close()
@@ -225,3 +239,180 @@ def test_search_results_are_plain_text(site, chromium, query):
     assert not tex, "\n---\n".join(tex[:3])
     assert not recorded_problems(seen)
     ctx.close()
+
+
+# ----------------------------------------------------------------------------- search ranking
+SEARCH_RANK_JS = ROOT / "book" / "_ext" / "static" / "search-rank.js"
+# A small search index in Sphinx's format: three pages that hold both words of "weak
+# recovery", one in a section heading, one a word in a heading and one in the text alone,
+# and a fourth page without "weak".
+SMALL_INDEX = {
+    "titles": ["Beyond the model", "Hardmax", "Introduction", "Softmax"],
+    "docnames": ["beyond", "hardmax", "intro", "softmax"],
+    "filenames": ["beyond.md", "hardmax.md", "intro.md", "softmax.md"],
+    "alltitles": {"Beyond the model": [[0, None]], "Perfect recovery of the untied model": [[0, "perfect"]],
+                  "Hardmax": [[1, None]], "The small-rank limit and weak-recovery": [[1, "limit"]],
+                  "Introduction": [[2, None]], "Softmax": [[3, None]], "Recovery": [[3, "recovery"]]},
+    "terms": {"weak": [0, 1, 2], "recoveri": [0, 1, 2, 3], "limit": 1},
+    "titleterms": {"recoveri": [0, 1, 3], "weak": 1, "perfect": 0},
+}
+
+
+@pytest.fixture(scope="module")
+def rank_page(chromium):
+    """A blank page with ``static/search-rank.js`` loaded (no build needed)."""
+    ctx = chromium.new_context()
+    page = ctx.new_page()
+    page.set_content("<!doctype html><title>rank</title>")
+    page.add_script_tag(content=SEARCH_RANK_JS.read_text())
+    yield page
+    ctx.close()
+
+
+def _rank(page, terms, typed, index=SMALL_INDEX):
+    return page.evaluate(
+        """([index, terms, typed]) => AimSearchRank.rankPages(index, terms, typed,
+             (w) => w.replace(/y$/, 'i'))""", [index, terms, typed])
+
+
+def test_ranking_weighs_headings_and_the_whole_query(rank_page):
+    ranked = _rank(rank_page, ["weak", "recoveri"], ["weak", "recovery"])
+    assert [r["file"] for r in ranked] == [1, 0, 2]            # softmax lacks "weak"
+    # heading with both words (10 + 10) and the whole query (20); one word in a heading (10 + 5); text
+    assert [r["score"] for r in ranked] == [40, 15, 10]
+    assert ranked[0]["heading"] == {"title": "The small-rank limit and weak-recovery", "anchor": "limit"}
+    assert ranked[1]["heading"] is None and ranked[2]["heading"] is None
+    # a word in the page title counts more than one in a heading, the query in it most
+    titled = dict(SMALL_INDEX, titles=["Beyond the model", "Hardmax", "Weak recovery", "Softmax"])
+    one = _rank(rank_page, ["recoveri"], ["recovery"], titled)
+    assert [(r["file"], r["score"]) for r in one[:2]] == [(2, 15), (0, 10)]
+    both = _rank(rank_page, ["weak", "recoveri"], ["weak", "recovery"], titled)
+    assert [(r["file"], r["score"]) for r in both] == [(2, 60), (1, 40), (0, 15)]
+
+
+def test_snippet_starts_at_the_whole_query_else_where_the_words_meet(rank_page):
+    filler = "x " * 100
+    text = f"perfect recovery here. {filler}and then the weak-recovery threshold. {filler}"
+    start = rank_page.evaluate("""([t]) => AimSearchRank.snippetStart(t, ['weak', 'recovery'],
+        ['weak', 'recover'])""", [text])
+    assert 0 < start < text.index("weak-recovery") < start + 120
+    apart = f"recovery first. {filler}weak alone. {filler}weak, then soon recovered. {filler}"
+    start = rank_page.evaluate("""([t]) => AimSearchRank.snippetStart(t, ['weak', 'recovery'],
+        ['weak', 'recover'])""", [apart])
+    assert start <= apart.index("weak, then") < start + 120
+    assert rank_page.evaluate("() => AimSearchRank.snippetStart('weak recovery at once', ['weak', 'recovery'], [])") == 0
+
+
+def test_search_for_weak_recovery_leads_to_its_section(site, chromium):
+    """The chapter with a section on weak recovery comes first, linked to it, its snippet at the words."""
+    base, _ = site
+    page, ctx, seen = visit(chromium, base, "search.html?q=weak+recovery")
+    page.wait_for_function(
+        """() => {
+          const items = [...document.querySelectorAll('#search-results ul.search li')];
+          return items.length > 1 && items.every(li => li.querySelector('p.context'));
+        }""",
+        timeout=60_000,
+    )
+    items = page.evaluate(
+        """() => [...document.querySelectorAll('#search-results ul.search li')].map(li => ({
+              title: li.querySelector('a').innerText, href: li.querySelector('a').getAttribute('href'),
+              score: Number(li.querySelector('a').dataset.score), snippet: li.querySelector('p.context').innerText}))""")
+    first = items[0]
+    assert first["title"].startswith("Hardmax") and "weak recovery" in first["title"], first
+    assert "#" in first["href"] and "weak recovery" in first["snippet"].lower(), first
+    assert [i["score"] for i in items] == sorted((i["score"] for i in items), reverse=True)
+    assert not recorded_problems(seen)
+    ctx.close()
+
+
+# ----------------------------------------------------------------------------- static panels, print
+def test_static_panels_have_disabled_controls(site, chromium):
+    """Without a kernel nothing recomputes, so every control of a saved panel is disabled."""
+    base, _ = site
+    for path in ("book/random_matrices.html", "book/softmax.html"):
+        page, ctx, seen = visit(chromium, base, path)
+        page.wait_for_selector(".cell_output .widget-slider", timeout=30_000)
+        state = page.evaluate(
+            """() => {
+              const controls = [...document.querySelectorAll(
+                  '.cell_output .jupyter-widgets input, .cell_output .jupyter-widgets select,' +
+                  '.cell_output .jupyter-widgets button')];
+              const sliders = [...document.querySelectorAll('.cell_output .widget-slider .slider')];
+              return {controls: controls.length, enabled: controls.filter(c => !c.disabled).length,
+                      sliders: sliders.length, slidersEnabled: sliders.filter(s => !s.hasAttribute('disabled')).length};
+            }""")
+        assert state["controls"] >= 1 and state["sliders"] >= 1, (path, state)
+        assert state["enabled"] == 0 and state["slidersEnabled"] == 0, (path, state)
+        slider = page.locator(".cell_output .widget-slider").first
+        readout = slider.locator(".widget-readout").inner_text()
+        handle = slider.locator(".noUi-handle")
+        handle.scroll_into_view_if_needed()
+        box = handle.bounding_box()
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        page.mouse.down()
+        page.mouse.move(box["x"] + 80, box["y"] + box["height"] / 2, steps=5)
+        page.mouse.up()
+        assert slider.locator(".widget-readout").inner_text() == readout, path
+        assert "controls are disabled" in page.locator(".aim-live-notice").first.inner_text()
+        assert not recorded_problems(seen), (path, seen)
+        ctx.close()
+
+
+def test_axis_toggles_say_which_axis_they_set(site, chromium):
+    """The state-evolution panel's log/linear buttons sit beside a label naming their axis."""
+    base, _ = site
+    page, ctx, _ = visit(chromium, base, "book/softmax.html")
+    page.wait_for_selector(".cell_output .widget-toggle-buttons", timeout=30_000)
+    rows = page.evaluate(
+        """() => [...document.querySelectorAll('.cell_output .widget-toggle-buttons')].slice(0, 2).map(t => {
+              const label = t.querySelector('.widget-label').getBoundingClientRect();
+              const button = t.querySelector('button').getBoundingClientRect();
+              return {label: t.querySelector('.widget-label').innerText,
+                      beside: label.right <= button.left + 1 && label.bottom > button.top};
+            })""")
+    assert [r["label"] for r in rows] == ["x axis (α)", "y axis (E_S)"], rows
+    assert all(r["beside"] for r in rows), rows
+    ctx.close()
+
+
+def test_print_wraps_code_and_leaves_out_live_notices(site, chromium):
+    """Printed (at a paper's width) code and outputs wrap; the Live bar, notices and sidebar are left out."""
+    base, _ = site
+    page, ctx, _ = visit(chromium, base, "book/performance.html", width=700)
+    report = """() => ({
+          live: [...document.querySelectorAll('.aim-live-bar, .aim-live-notice')].filter(e => e.checkVisibility()).length,
+          sidebar: [...document.querySelectorAll('.bd-sidebar-primary')].filter(e => e.checkVisibility()).length,
+          cut: [...document.querySelectorAll('article pre')]
+              .filter(e => e.checkVisibility() && e.scrollWidth > e.clientWidth + 1).length})"""
+    screen = page.evaluate(report)
+    assert screen["live"] >= 1 and screen["cut"] >= 1, screen   # on screen: notices, code that scrolls
+    page.emulate_media(media="print")
+    printed = page.evaluate(report)
+    assert printed == {"live": 0, "sidebar": 0, "cut": 0}, printed
+    ctx.close()
+
+
+def test_print_book_joins_every_page_in_reading_order(site):
+    """``make pdf``'s single page: every page's article in ``_toc.yml`` order, all saved panels in one state."""
+    import json
+    import sys
+
+    from bs4 import BeautifulSoup
+
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    import book_pdf
+
+    _, html = site
+    pages = book_pdf.toc_pages()
+    soup = BeautifulSoup(book_pdf.print_page(html, pages), "html.parser")
+    chapters = [c.get_text()[:300] for c in soup.select("section.aim-print-chapter")]
+    articles = [BeautifulSoup((html / f"{p}.html").read_text(), "html.parser").find("article").get_text()[:300]
+                for p in pages]
+    assert chapters == articles and len(set(articles)) == len(pages)
+    states = soup.find_all("script", type=book_pdf.WIDGET_STATE)
+    saved = {k for p in pages for s in BeautifulSoup((html / f"{p}.html").read_text(), "html.parser")
+             .find_all("script", type=book_pdf.WIDGET_STATE) for k in json.loads(s.string)["state"]}
+    assert len(states) == 1 and set(json.loads(states[0].string)["state"]) == saved and saved
+    assert soup.find("script", src=re.compile(r"embed-amd\.js")) is not None
+    assert soup.find("link", href=re.compile(r"aim-print\.css")) is not None

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import csv
 import io
 import subprocess
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from aimlib import cli
+from aimlib.amp import run_amp
 from aimlib.channels import CHANNELS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,6 +73,8 @@ def test_threshold_softmax():
     (["threshold", "--rho", "0"], "rho"),
     (["threshold", "--channel", "hardmax", "--rho", "0.5"], "rho 0"),
     (["frobnicate"], "invalid choice"),
+    (["se", "--channel", "hardmax", "--T", "5", "--rho", "0.5", "--alpha", "0.1"], "T <= 3"),
+    (["threshold", "--channel", "hardmax", "--T", "5", "--rho", "0"], "T <= 4"),
 ])
 def test_bad_arguments_exit_2_with_one_line(args, word):
     p = run(*args)
@@ -89,6 +93,35 @@ def test_threshold_hardmax_weak_recovery():
     assert float(p.stdout) == pytest.approx(hardmax.weak_recovery_threshold())
     p = run("threshold", "--channel", "hardmax", "--rho", "0.5")
     assert p.returncode == 2 and "weak-recovery" in p.stderr
+
+
+def test_threshold_hardmax_T3():
+    from aimlib.channels import hardmax_polytope
+
+    p = run("threshold", "--channel", "hardmax", "--T", "3", "--rho", "0")
+    assert p.returncode == 0, p.stderr
+    # the same number as the library's (checked against a sampling route in tests/test_hardmax_polytope.py)
+    assert float(p.stdout) == pytest.approx(hardmax_polytope.weak_recovery_threshold(3), rel=1e-9)
+    assert 0.17 < float(p.stdout) < hardmax_polytope.weak_recovery_threshold(2)
+
+
+@pytest.mark.slow
+def test_se_hardmax_T3_against_sampled_output_function():
+    from aimlib.channels import Hardmax
+    from aimlib.channels.base import fisher_mc
+    from aimlib.priors import make_prior
+
+    p = run("se", "--channel", "hardmax", "--T", "3", "--rho", "0.5", "--alpha", "0.1", "0.3", "1")
+    assert p.returncode == 0, p.stderr
+    rows = [list(map(float, r)) for r in list(csv.reader(io.StringIO(p.stdout)))[1:]]
+    assert [r[0] for r in rows] == [0.1, 0.3, 1.0]
+    assert rows[0][1] > rows[1][1] > rows[2][1] > 0
+    prior = make_prior(0.5)
+    for alpha, mmse, q in rows[1:]:
+        # the fixed point with F_out replaced by its Monte Carlo definition at the printed q
+        # (3000 samples: F_out to ~3 %, which moves mmse by less than that)
+        F = fisher_mc(Hardmax(), q, 1.5, 3, n=3000, seed=11)
+        assert prior.mmse(1 / (alpha * F)) == pytest.approx(mmse, rel=0.05)
 
 
 def test_registry_is_extensible(capsys):
@@ -167,3 +200,35 @@ def test_channel_choices_are_the_registry():
     with_channel = {name: c[0] for name, c in offered.items() if c}
     assert {"se", "threshold", "amp"} <= set(with_channel)
     assert all(list(c) == list(CHANNELS) for c in with_channel.values())
+
+
+def test_import_and_se_load_only_what_they_use():
+    """`import aimlib` loads no subpackage (scipy.stats costs a quarter second); `se` loads no amp, sweep,
+    convex or untied code and no scipy.stats (the channels' Sobol points load it when first drawn)."""
+    code = ("import sys, contextlib, io, aimlib\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('aimlib.', 'scipy'))))\n"
+            "from aimlib import cli\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    assert cli.main(['se', '--alpha', '0.1']) == 0\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('aimlib.', 'scipy.stats'))))\n")
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    after_import, after_se = (ast.literal_eval(line) for line in p.stdout.splitlines())
+    assert after_import == ["aimlib.errors"]
+    assert "aimlib.state_evolution.solve" in after_se and not any(
+        m.startswith(("scipy.stats", "aimlib.amp", "aimlib.sweep", "aimlib.convex", "aimlib.untied"))
+        for m in after_se)
+
+
+def test_amp_tokens_storage():
+    """--tokens-storage regenerate runs GAMP-RIE on regenerated tokens: the row of run_amp on the same law."""
+    args = ["amp", "--T", "2", "--rho", "0.5", "--alpha", "0.12", "--d", "40", "--seed", "3", "--max-iter", "400"]
+    p = run(*args, "--tokens-storage", "regenerate")
+    assert p.returncode == 0, p.stderr
+    row = dict(zip(*csv.reader(io.StringIO(p.stdout))))
+    want = run_amp("softmax", 2, 0.5, 0.12, 40, 3, tokens={"name": "gaussian", "storage": "regenerate"}, max_iter=400)
+    assert float(row["mmse"]) == pytest.approx(want["mmse"], abs=1e-12)
+    bad = run(*args, "--tokens", '{"name": "gaussian", "storage": "regenerate"}')
+    assert bad.returncode == 2 and "--tokens-storage" in bad.stderr
+    bad = run(*args, "--tokens-storage", "disk")
+    assert bad.returncode == 2 and "--tokens-storage" in bad.stderr

@@ -239,3 +239,13 @@ def test_the_moments_at_zero_against_an_independent_computation():
                              ((2, 2), 0.40214, 1.7e-4)]:
         assert G[i, j] == pytest.approx(ref, abs=3 * err)
     assert 1 / G[2, 2] == pytest.approx(2.4867, abs=3 * 0.0011)
+
+
+def test_gamp_refuses_three_layers_at_the_uninformative_start():
+    """Centred teachers, ``S_hat = 0``: the first two layers' ``g_out`` are proportional on every
+    sample (``r_12 = 1``), so the correlations of the output moment matrix are singular."""
+    from aimlib import ConvergenceError
+    from aimlib.amp import run_amp
+
+    with pytest.raises(ConvergenceError, match="iteration 1: the layers' output moment matrix is singular"):
+        run_amp(DeepAttention(layers=3), 2, (0.5, 0.5, 0.5), 0.5, 30, seed=0, teachers="centred")

@@ -254,7 +254,7 @@ def test_bad_inputs_raise_with_the_parameter_name():
     omega = np.zeros((3, 2, 2))
     s = np.ones((3, 2))
     with pytest.raises(ValueError, match="T"):
-        ch.fisher(0.3, 1.5, 3)
+        ch.fisher(0.3, 1.5, 4)  # T = 3 is tabulated (aimlib.channels.hardmax_polytope)
     with pytest.raises(ValueError, match="V"):
         ch.g_out(s, omega, 0.0)
     with pytest.raises(ValueError, match="V"):
@@ -310,3 +310,17 @@ def test_small_rho_state_evolution_approaches_the_limit():
     # next to the kink the convergence is slower than O(rho): observed 0.0154 at rho = 1e-3, 0.0028 at 1e-4
     assert dev[1e-4] < 0.006 and dev[1e-4] < 0.5 * dev[1e-3] and dev[1e-3] < 0.03
 
+
+
+def test_channel_dispatches_T3_to_the_cone_module():
+    from aimlib.channels import hardmax_polytope as hp
+
+    rng = np.random.default_rng(12)
+    A = rng.standard_normal((4, 3, 3))
+    omega = A + np.swapaxes(A, -1, -2)
+    y = Hardmax()(omega)
+    assert np.array_equal(Hardmax().log_partition(y, omega, 0.5), hp.log_partition(y, omega, 0.5))
+    assert np.array_equal(Hardmax().g_out(y, omega, 0.5), hp.g_out(y, omega, 0.5))
+    assert Hardmax().fisher(0.3, 1.5, 2) == hm.fisher(0.3, 1.5)
+    with pytest.raises(ValueError, match="T must be <= 3"):
+        Hardmax().fisher(0.3, 1.5, 4)

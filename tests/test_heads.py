@@ -222,3 +222,15 @@ def test_gamp_rie_on_concatenated_heads_separates_into_one_head_runs():
     res = amp.run_amp(ConcatenatedSoftmax(2), 2, rhos, 0.1, 100, seed=0)
     expected = [se.solve(0.1, Softmax(), T=2, rho=r).mmse for r in rhos]
     assert res["converged"] and res["mmse"] == pytest.approx(expected, abs=0.06)
+
+
+def test_a_collapsing_head_is_refused_by_the_final_check_not_as_a_singular_moment_matrix():
+    """Heads side by side have a diagonal output moment matrix; when the narrow head's prediction
+    collapses (``m -> 0``, its ``g`` ~ 1/m) the layers differ in scale only, which is no singularity:
+    the run goes on and the final check refuses it for what it is, an error far above ``m``."""
+    from aimlib import ConvergenceError
+    from aimlib.amp import run_amp
+
+    with pytest.raises(ConvergenceError) as info:
+        run_amp(ConcatenatedSoftmax(2), 2, (0.5, 0.3), 0.15, 40, seed=0, on_max_iter="return")
+    assert "inconsistent state" in str(info.value) and "singular" not in str(info.value)

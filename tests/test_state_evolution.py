@@ -10,6 +10,8 @@ import aimlib
 from aimlib import rmt
 from aimlib import state_evolution as se
 from aimlib.channels import Linear, NoisySoftmax, Softmax, make_channel, softmax_k
+from aimlib.priors import make_prior
+from aimlib.state_evolution.closed import solve_closed, solve_closed_many
 from conftest import ROOT
 
 
@@ -134,6 +136,29 @@ def test_curve_warm_starts_keep_the_work_per_point_small():
     assert c.evaluations <= 8 * len(alphas) and c.evaluations / len(alphas) < cold / len(alphas[::16])
     assert np.all(np.diff(c.mmse) <= 1e-12)
 
+
+
+@pytest.mark.parametrize("rho, alphas", [(0.5, np.linspace(1e-3, 0.3, 256)), (2.0, np.geomspace(1e-3, 0.5, 200)),
+                                         (0.05, np.r_[0.0, 1e-13, np.linspace(1e-4, 0.03, 60), 5.0])])
+def test_curve_solved_together_equals_each_point_solved_alone(rho, alphas):
+    """The shared table of mmse evaluations changes the work, not the values: every point is its own root
+    to the solver's tolerance (1e-12 in log Delta), as when it is solved alone and as with no table."""
+    together = se.curve(alphas, T=2, rho=rho)
+    alone = np.array([se.solve(a, T=2, rho=rho, tol=1e-14).mmse for a in alphas])
+    apart = se.curve(alphas, T=2, rho=rho, warm_start=False)
+    assert np.all(np.abs(together.mmse - alone) <= 1e-11 * np.maximum(alone, 1e-3))
+    assert np.all(np.abs(apart.mmse - alone) <= 1e-11 * np.maximum(alone, 1e-3))
+    inside = (alphas > 0) & (together.mmse > 0)
+    assert together.evaluations < 2 * inside.sum() + 60 < apart.evaluations
+
+
+def test_curve_table_far_points_are_their_own_roots():
+    """A point far from every table entry (0.7, near the threshold 0.75) is still its own root."""
+    prior = make_prior(0.5)
+    abars = [0.01, 0.02, 0.03, 0.04, 0.7]
+    together = solve_closed_many(abars, prior.mmse, prior.zero_slope(), 1e-12)
+    for abar, (V, _, _) in zip(abars, together):
+        assert V == pytest.approx(solve_closed(abar, prior.mmse, prior.zero_slope(), None, 1e-14)[0], rel=1e-11)
 
 def test_linear_channels():
     # noiseless identity: alpha_bar = T (T + 1) alpha

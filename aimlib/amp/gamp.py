@@ -12,7 +12,8 @@ from ..backend import float_dtype, get_array_module, to_device, to_host
 from ..channels import Channel
 from ..errors import ConvergenceError, check_on_max_iter, max_iter_reached
 from ..priors import make_priors
-from .loop import StopRules, iterate, layer_errors, pack_layers
+from ..tokens import TokenStream
+from .loop import STOPS, StopRules, iterate, layer_errors, pack_layers
 from .steps import chunk_size_for
 
 __all__ = ["AMPResult", "Problem", "make_problem", "gamp_rie"]
@@ -68,7 +69,11 @@ class AMPResult:
 
 @dataclass
 class Problem:
-    """The validated inputs of one GAMP-RIE run, on one device."""
+    """The validated inputs of one GAMP-RIE run, on one device.
+
+    ``X`` is an array ``(n, T, d)`` or a :class:`~aimlib.tokens.TokenStream` (regenerated tokens,
+    read ``X[s:s + chunk_size]`` in chunks aligned with the stream's).
+    """
 
     xp: object
     X: object
@@ -107,7 +112,8 @@ def make_problem(X, y, channel, rho, S, init, dtype, chunk_size, memory_mb, damp
     :func:`~aimlib.amp.steps.prior_step` take it, for a loop of one's own."""
     if not isinstance(channel, Channel):
         raise TypeError(f"channel must be an aimlib.channels.Channel, got {type(channel).__name__}")
-    X = v.finite_array("X", X, ndim=3)
+    streamed = isinstance(X, TokenStream)
+    X = X if streamed else v.finite_array("X", X, ndim=3)
     n, T, d = X.shape
     if n < 1 or T < 2 or d < 2:
         raise ValueError(f"X must have shape (n, T, d) with n >= 1, T >= 2, d >= 2, got {tuple(X.shape)}")
@@ -123,11 +129,15 @@ def make_problem(X, y, channel, rho, S, init, dtype, chunk_size, memory_mb, damp
         raise ValueError(f"damping must be in [0, 1), got {damping!r}")
     v.choice("damp", damp, {"state", "messages", "both"})
     dt = float_dtype(dtype, X.dtype if X.dtype in (np.float32, np.float64) else np.float64)
-    if chunk_size is None:
+    if streamed:    # whole chunks of the stream, each drawn once per pass; by default one at a time
+        chunk_size = X.chunk if chunk_size is None else v.integer("chunk_size", chunk_size, minimum=1)
+        chunk_size = max(X.chunk, chunk_size - chunk_size % X.chunk)
+    elif chunk_size is None:
         chunk_size = chunk_size_for(T, d, dt.itemsize, v.positive("memory_mb", memory_mb))
     chunk_size = min(v.integer("chunk_size", chunk_size, minimum=1), n)
-    xp = get_array_module(X, y, S, init)
-    return Problem(xp=xp, X=to_device(X, xp).astype(dt, copy=False), y=to_device(y, xp).astype(dt, copy=False),
+    xp = get_array_module(X.xp.zeros(0) if streamed else X, y, S, init)
+    X = X.on(xp, dt) if streamed else to_device(X, xp).astype(dt, copy=False)
+    return Problem(xp=xp, X=X, y=to_device(y, xp).astype(dt, copy=False),
                    S=_teachers("S", S, priors, d, xp, dt), init=_teachers("init", init, priors, d, xp, dt),
                    channel=channel, priors=priors, dtype=dt, n=n, T=T, d=d, chunk_size=chunk_size,
                    damping=damping, damp_g=damp in ("messages", "both"), damp_S=damp in ("state", "both"))
@@ -218,8 +228,9 @@ def gamp_rie(X, y, channel: Channel, rho, *, S=None, damping: float = 0.5, max_i
 
     Parameters
     ----------
-    X : array (n, T, d)
-        Token sequences (NumPy or CuPy; the backend follows ``X``).
+    X : array (n, T, d) or aimlib.tokens.TokenStream
+        Token sequences (NumPy or CuPy; the backend follows ``X``), or tokens regenerated
+        chunk by chunk in every pass (memory ``O(chunk T d + d^2)`` whatever ``n``).
     y : array
         Outputs of ``channel``, ``(n, T, T)`` for one index per sample.
     channel : aimlib.channels.Channel
@@ -236,7 +247,11 @@ def gamp_rie(X, y, channel: Channel, rho, *, S=None, damping: float = 0.5, max_i
         ``stop='estimate'``: stop (``reason='tol'``) when ``||S_hat_t - S_hat_{t-k}||_F^2 / d
         <= tol m_t + atol`` for some ``k <= lookback`` (robust to tiny cycles), after
         ``min_iter`` iterations; ``atol = eps max Q0`` is the rounding level of ``||S_hat||_F^2/d``.
-        ``stop='prediction'``: when ``|m_t - m_{t-1}| < tol m_{t-1}`` (:class:`~aimlib.amp.loop.StopRules`).
+        ``stop='drift'``: when the distance of the estimate to its limit, extrapolated from the
+        drift of its means over blocks of ``lookback`` iterations, is within ``tol m_t + atol``
+        (:class:`~aimlib.amp.loop.BlockDrift`; for slowly converging runs, where ``'estimate'``
+        stops early).  ``stop='prediction'``: when ``|m_t - m_{t-1}| < tol m_{t-1}``
+        (:class:`~aimlib.amp.loop.StopRules`).
     chunk_size, memory_mb
         Samples per chunk (default: from the ``memory_mb`` work budget).
     trace : bool
@@ -291,7 +306,7 @@ def gamp_rie(X, y, channel: Channel, rho, *, S=None, damping: float = 0.5, max_i
 
 def _stop_rules(p, max_iter, tol, lookback, min_iter, m_floor, resolution, stop) -> StopRules:
     """The validated stopping rules of :func:`gamp_rie` (defaults ``m_floor = sqrt(eps)``, ``resolution = 2/d^2``)."""
-    v.choice("stop", stop, {"estimate", "prediction"})
+    v.choice("stop", stop, set(STOPS))
     sqrt_eps = float(np.sqrt(np.finfo(p.dtype).eps))
     return StopRules(max_iter=v.integer("max_iter", max_iter, minimum=1), tol=v.positive("tol", tol),
                      lookback=v.integer("lookback", lookback, minimum=1),

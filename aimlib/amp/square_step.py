@@ -1,6 +1,7 @@
 r"""GAMP-RIE's channel step for a square (untied) ``S``: two sectors, one noise each.
 
-Book, chapter "Beyond", section "GAMP for untied key and query".  Each sample
+Book, chapter "Untied key and query: algorithms and the exact error",
+section "GAMP for untied key and query".  Each sample
 gives ``T^2`` indices ``z_ab = <G_ab, S>``, ``G_ab = (x_a x_b^T - delta_ab I)/sqrt(d)``.
 With ``V = (V_A, V_B)`` the predicted errors of the symmetric and antisymmetric
 parts of the estimate and ``V_ons`` their Onsager terms, for every sample

@@ -121,12 +121,14 @@ def _effective_observations(S_hat, B, sum_w, sum_tr, d, xp, dt):
     if np.any(np.diag(sum_w) <= 0.0):
         raise ConvergenceError("all g_out values of a layer vanish, so its effective noise Delta is infinite")
     F_hat = 2.0 * sum_w / (d * d)
-    if np.linalg.cond(F_hat) > 1e12:
-        raise ConvergenceError(f"the layers' output moment matrix is singular (condition number "
-                               f"{np.linalg.cond(F_hat):.3g}): some layers' g_out are proportional on every sample, "
-                               "so one denoiser per layer cannot tell them apart (three hardmax layers at the "
-                               "uninformative start)")
-    F_inv = np.linalg.inv(F_hat)
+    scale = np.sqrt(np.diag(F_hat))      # layers on different scales (one m collapsing) are not singular
+    corr = F_hat / np.outer(scale, scale)
+    if np.linalg.cond(corr) > 1e12:
+        raise ConvergenceError(f"the layers' output moment matrix is singular (condition number of its "
+                               f"correlations {np.linalg.cond(corr):.3g}): some layers' g_out are proportional on "
+                               "every sample, so one denoiser per layer cannot tell them apart (as for three "
+                               "hardmax layers at the uninformative start)")
+    F_inv = np.linalg.inv(corr) / np.outer(scale, scale)
     centred = [Bl - tr * xp.eye(d, dtype=dt) for Bl, tr in zip(B, sum_tr)]
     R = []
     for ell in range(len(S_hat)):

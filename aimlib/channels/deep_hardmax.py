@@ -53,7 +53,7 @@ class DeepAttention(Channel):
     beta : float
         Inverse temperature of softmax layers.
     layers : {2, 3}
-        The number of layers ``L`` (index matrices per sample, :attr:`n_indices`).
+        The number of layers ``L`` (index matrices per sample, ``n_indices``).
     """
 
     name = "deep-attention"

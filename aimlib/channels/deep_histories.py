@@ -1,7 +1,8 @@
 r"""The Bayes side of ``L`` hardmax attention layers at ``T = 2``: the sum over pattern histories.
 
-The network (book, chapter "Deep attention"; :class:`aimlib.channels.DeepAttention`) mixes the
-tokens layer by layer, ``X_l = A_l X_{l-1}`` with ``A_l = c I + P_l``, so layer ``l`` sees
+The network (book, chapter "Deep attention: which layer is learned first", section "Three
+layers"; :class:`aimlib.channels.DeepAttention`) mixes the tokens layer by layer,
+``X_l = A_l X_{l-1}`` with ``A_l = c I + P_l``, so layer ``l`` sees
 ``M_{l-1} h^(l) M_{l-1}^T`` with ``M_l = A_l ... A_1`` (``M_0 = I``).  Its hardmax pattern
 ``P_l`` is fixed by the signs ``s_l`` of ``u = L(M_{l-1}) (h_11, h_12, h_22)``
 (:func:`~aimlib.channels.deep_patterns.mixed_functionals`), linear in that layer's own index
@@ -25,11 +26,12 @@ attention"), so the layers' state evolution is GAMP-RIE's with one denoiser per 
 """
 from __future__ import annotations
 
+import importlib
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import norm, qmc
+from scipy.special import ndtri  # the normal quantile; scipy.stats.qmc is imported where Sobol points are drawn
 
 from .deep_patterns import (ENTRY_VAR, LAMBDA_MAX, PATTERNS, chebyshev_fit, entries, history_posterior,
                             lambda_coordinate, lambda_nodes, layer1_terms, load_tables, mixed_terms, pattern_matrix,
@@ -92,7 +94,8 @@ def log_z_and_g(c: float, t, omega, V):
 
 @lru_cache(maxsize=2)
 def _sobol_normals3(log2: int) -> np.ndarray:
-    return norm.ppf(qmc.Sobol(d=9, scramble=True, seed=SOBOL3_SEED).random_base2(log2))
+    qmc = importlib.import_module("scipy.stats.qmc")
+    return ndtri(qmc.Sobol(d=9, scramble=True, seed=SOBOL3_SEED).random_base2(log2))
 
 
 def fisher_matrix3_direct(c: float, lam1: float, lam2: float, lam3: float, *,

@@ -26,11 +26,12 @@ The building blocks are generic in the mixing matrix ``M`` that a layer's tokens
 """
 from __future__ import annotations
 
+import importlib
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import norm, qmc
+from scipy.special import ndtri  # the normal quantile; scipy.stats.qmc is imported where Sobol points are drawn
 
 from .. import _validate as v
 from ..backend import to_host
@@ -156,7 +157,8 @@ _SIGMA_WEIGHTS = np.array([[2.0, 0.5], [0.5, 2.0]])   # 2 sum_{a<=b} Sigma_ab x_
 
 @lru_cache(maxsize=1)
 def _sobol_normals():
-    return norm.ppf(qmc.Sobol(d=6, scramble=True, seed=SOBOL_SEED).random_base2(SOBOL_LOG2))
+    qmc = importlib.import_module("scipy.stats.qmc")
+    return ndtri(qmc.Sobol(d=6, scramble=True, seed=SOBOL_SEED).random_base2(SOBOL_LOG2))
 
 
 def _estimates(lam1: float, lam2: float, r: float) -> np.ndarray:

@@ -1,7 +1,7 @@
 r"""The hardmax channel: each row of ``y`` is one-hot at ``argmax_b h_ab`` (the ``beta -> infinity`` softmax).
 
-Bayes side for ``T = 2``, noiseless (derived in the book, chapter "The hardmax channel").
-The output is fixed by two signs ``s_i = sign(h_ii - h_12)``; given
+Bayes side, noiseless (derived in the book, chapter "The hardmax channel"); ``T = 3`` is
+the Gaussian cone of :mod:`aimlib.channels.hardmax_polytope`, ``T = 2`` is here.  The output is fixed by two signs ``s_i = sign(h_ii - h_12)``; given
 ``h ~ N(omega, V Sigma)`` the differences ``u_i = h_ii - h_12`` have means
 ``m_i = omega_ii - omega_12``, variance ``3V`` and correlation ``1/3``, so
 
@@ -23,6 +23,7 @@ from scipy import special
 from .. import _validate as v
 from ..backend import get_array_module, to_device, to_host
 from ..errors import check_on_max_iter, max_iter_reached
+from . import hardmax_polytope
 from ._bivariate import bvn_cdf, grad_log_bvn, log_bvn_cdf, log_phi
 from .base import Channel
 
@@ -39,8 +40,8 @@ _GLF_X, _GLF_W = np.polynomial.legendre.leggauss(48)
 class Hardmax(Channel):
     """Row-wise one-hot argmax: ``y_ab = 1`` if ``b = argmax_c h_ac``, else 0.
 
-    Bayes side: noiseless, ``T = 2`` (this module's functions); ``y`` may be
-    the one-hot output ``(..., 2, 2)`` or the signs ``(s_1, s_2)`` of shape ``(..., 2)``.
+    Bayes side: noiseless, ``T = 2`` (this module's functions; ``y`` the one-hot output
+    ``(..., 2, 2)`` or the signs ``(..., 2)``) or ``T = 3`` (:mod:`.hardmax_polytope`, one-hot ``y``).
     """
 
     name = "hardmax"
@@ -55,23 +56,20 @@ class Hardmax(Channel):
             raise self._not_implemented(what)
 
     def log_partition(self, y, omega, V):
-        r"""``log Z_out = log Phi_2(kappa_1, kappa_2; s_1 s_2 / 3)`` (:func:`log_partition`)."""
+        r"""``log Z_out``: ``log Phi_2(kappa_1, kappa_2; s_1 s_2 / 3)`` at ``T = 2`` (:func:`log_partition`)."""
         self._require_bayes("log_partition")
-        return log_partition(y, omega, V)
+        return (log_partition if np.shape(omega)[-1] == 2 else hardmax_polytope.log_partition)(y, omega, V)
 
     def g_out(self, y, omega, V):
-        r"""``d log Z_out / d omega_ab`` as a symmetric ``(..., 2, 2)`` array (:func:`g_out`)."""
+        r"""``d log Z_out / d omega_ab`` as a symmetric ``(..., T, T)`` array (:func:`g_out` at ``T = 2``)."""
         self._require_bayes("g_out")
-        return g_out(y, omega, V)
+        return (g_out if np.shape(omega)[-1] == 2 else hardmax_polytope.g_out)(y, omega, V)
 
     def fisher(self, q, Q0, T):
-        r"""``F_out(q) = G(q/V)/V`` by deterministic quadrature; ``T`` must be 2 (:func:`fisher`)."""
+        r"""``F_out(q) = G(q/V)/V``: quadrature at ``T = 2`` (:func:`fisher`), the table at ``T = 3``."""
         self._require_bayes("fisher")
-        T = v.integer("T", T, minimum=1)
-        if T != 2:
-            raise ValueError(f"T must be 2 for the hardmax Bayes side (its Z_out is a bivariate "
-                             f"orthant probability), got T={T}")
-        return fisher(q, Q0)
+        T = hardmax_polytope.check_T(T)
+        return fisher(q, Q0) if T == 2 else hardmax_polytope.fisher(q, Q0, T)
 
 
 # -- outputs ---------------------------------------------------------------------------

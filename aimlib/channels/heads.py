@@ -1,4 +1,4 @@
-r"""Several softmax heads averaged: ``y = (1/H) sum_h softmax(beta h^(h))`` (book, chapter "Beyond the solvable model").
+r"""Several softmax heads averaged: ``y = (1/H) sum_h softmax(beta h^(h))`` (book, chapter "Several heads").
 
 ``H`` independent teachers ``S_1, ..., S_H`` give ``H`` index matrices per sample
 (``n_indices = H``, the multi-index layout of :mod:`aimlib.channels.base`), and

@@ -1,7 +1,7 @@
 r"""The identity channel ``y = h`` with optional Gaussian label noise (a sanity channel).
 
-Bayes side
-----------
+Bayes side of the identity channel
+----------------------------------
 ``y_ab = h_ab + sqrt(noise) xi_ab`` with ``xi`` i.i.d. over all ``T^2`` entries
 (``y`` is not symmetric).  For ``a < b`` the two observations of ``h_ab``
 combine as

@@ -5,18 +5,25 @@ from .. import _validate as v
 from .base import Channel
 from .deep_hardmax import DeepAttention
 from .hardmax import Hardmax
+from .hardmax_polytope import MAX_T as MAX_HARDMAX_T
 from .linear import Linear
 from .softmax import Softmax
 from .softmax_noisy import NoisySoftmax
 
-__all__ = ["CHANNELS", "PARAMETERS", "T2_ONLY", "make_channel"]
+__all__ = ["CHANNELS", "PARAMETERS", "T2_ONLY", "MAX_T", "make_channel"]
 
 #: the channel names and the parameters each one takes
 PARAMETERS = {"softmax": ("beta", "noise"), "hardmax": ("noise",), "linear": ("noise",), "deep-hardmax": ("c", "layers")}
+#: the channel class each name makes (:func:`make_channel`)
 CHANNELS = {"softmax": Softmax, "hardmax": Hardmax, "linear": Linear, "deep-hardmax": DeepAttention}
-#: the channels whose Bayes side exists for ``T = 2`` only, and why
-T2_ONLY = {"hardmax": "its Bayes side is a bivariate orthant probability",
-           "deep-hardmax": "its Bayes side is tabulated for hardmax layers at T = 2"}
+#: the channels whose Bayes side exists up to some ``T`` only: the largest ``T``, and why
+MAX_T = {"hardmax": (MAX_HARDMAX_T, "its Bayes side is a Gaussian cone of T(T-1) inequalities, tabulated "
+                                    f"and tested up to T = {MAX_HARDMAX_T}"),
+         "deep-hardmax": (2, "its Bayes side is tabulated for hardmax layers at T = 2")}
+#: the channels whose Bayes side the panels and sweeps offer for ``T = 2`` only, and why
+T2_ONLY = {"hardmax": "the panels and sweeps draw its T = 2 state evolution and thresholds; "
+                      "T = 3 is in the library and the command line",
+           "deep-hardmax": MAX_T["deep-hardmax"][1]}
 
 
 def make_channel(channel="softmax", **params) -> Channel:

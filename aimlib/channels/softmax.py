@@ -23,10 +23,11 @@ With label noise the output no longer pins ``h`` to a line:
 """
 from __future__ import annotations
 
+import importlib
 import math
 
 import numpy as np
-from scipy.stats import norm, qmc
+from scipy.special import ndtri  # the normal quantile; scipy.stats.qmc is imported where Sobol points are drawn
 
 from .. import _validate as v
 from ..backend import get_array_module
@@ -207,8 +208,9 @@ def _gen_error_qmc(q, V, T, b, n_qmc, seed):
     """``E_omega tr Cov(softmax(b h_1.) | omega)`` over scrambled Sobol points (``T >= 3``)."""
     n_out, n_in = max(64, n_qmc // 4), n_qmc
     scale = np.sqrt(np.r_[2.0, np.ones(T - 1)])
-    z_out = norm.ppf(qmc.Sobol(d=T, scramble=True, seed=seed).random(n_out))
-    z_in = norm.ppf(qmc.Sobol(d=T, scramble=True, seed=seed + 1).random(n_in))
+    qmc = importlib.import_module("scipy.stats.qmc")
+    z_out = ndtri(qmc.Sobol(d=T, scramble=True, seed=seed).random(n_out))
+    z_in = ndtri(qmc.Sobol(d=T, scramble=True, seed=seed + 1).random(n_in))
     omega = math.sqrt(q) * z_out * scale
     fluct = math.sqrt(V) * z_in * scale
     var = np.empty(n_out)

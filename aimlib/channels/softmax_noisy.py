@@ -56,11 +56,12 @@ function of ``q``); ``1/F_out`` is cached as a Chebyshev interpolant in
 """
 from __future__ import annotations
 
+import importlib
 import math
 from functools import lru_cache
 
 import numpy as np
-from scipy.stats import norm, qmc
+from scipy.special import ndtri  # the normal quantile; scipy.stats.qmc is imported where Sobol points are drawn
 
 from .. import _validate as v
 from ..backend import to_common
@@ -216,8 +217,9 @@ def posterior_mean_u(mu, z, V, beta: float, noise: float):
 
 @lru_cache(maxsize=1)
 def _sobol_normals():
+    qmc = importlib.import_module("scipy.stats.qmc")
     pts = qmc.Sobol(d=8, scramble=True, seed=20250601).random_base2(SOBOL_LOG2)
-    return norm.ppf(pts)
+    return ndtri(pts)
 
 
 def _check_fisher_args(q, Q0, beta, noise):

@@ -1,6 +1,6 @@
 r"""The untied softmax channel: row-wise softmax of non-symmetric indices, observed in two sectors.
 
-Book, chapter "Beyond", sections "Untied key and query" and "GAMP for untied key and query".
+Book, chapters "Untied key and query" and "Untied key and query: algorithms and the exact error".
 
 Forward map: ``y_ab = exp(beta h_ab) / sum_c exp(beta h_ac)`` for indices
 ``h_ab = (x_a^T S x_b - delta_ab Tr S)/sqrt(d)`` of a square, not symmetric ``S``

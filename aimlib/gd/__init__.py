@@ -20,8 +20,8 @@ and :mod:`~aimlib.gd.objective` (weight decay, the two students, spectra);
 :mod:`~aimlib.gd.deep` (the two-layer softmax student of the chapter "Deep
 attention": its output, gradient, :func:`train_deep_gd` and :func:`run_deep_gd`,
 with the helpers of :mod:`~aimlib.gd.blocks` for students of several weight blocks);
-:mod:`~aimlib.gd.heads` (students of ``H`` averaged softmax heads, chapter "Beyond the
-solvable model": :func:`train_heads_gd`, :func:`run_heads_gd`, errors matched over the
+:mod:`~aimlib.gd.heads` (students of ``H`` averaged softmax heads, chapter "Several
+heads": :func:`train_heads_gd`, :func:`run_heads_gd`, errors matched over the
 heads' relabellings).  Every
 array operation goes through :func:`aimlib.backend.get_array_module`, so the
 same code runs on NumPy and CuPy.

@@ -17,7 +17,7 @@ Failures, always a :class:`~aimlib.errors.ConvergenceError` (exit status 1 on th
   book's normalisation).  A random start (a prior sample) has error about
   ``2``; students that fit the data without finding the teacher stay within a
   few units (one layer: at most 4 in the book's runs; the two-layer students of
-  the chapter "Deep attention": up to 6 at ``d = 30``, a mean of 8 over four
+  the chapter "Deep attention: which layer is learned first": up to 6 at ``d = 30``, a mean of 8 over four
   restarts at ``d = 70``).  Errors of 50 and more come from steps too large
   for the scale of the indices: at ``rho = 100`` (``d = 20``, ``alpha = 0.3``)
   Adam at ``lr = 0.1`` doubles ``Tr S_hat^2 / d`` and ends at error 58 after

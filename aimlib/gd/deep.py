@@ -1,4 +1,4 @@
-r"""Gradient descent on a two-layer softmax student (book, chapter "Deep attention").
+r"""Gradient descent on a two-layer softmax student (book, chapter "Deep attention: which layer is learned first").
 
 The student has the teacher's architecture, :class:`~aimlib.channels.DeepAttention`
 with softmax layers: ``S_hat_l = W_l W_l^T / sqrt(r_l d)`` (``l = 1, 2``), the

@@ -1,4 +1,4 @@
-r"""Gradient descent on a student of ``H`` averaged softmax heads (book, chapter "Beyond the solvable model").
+r"""Gradient descent on a student of ``H`` averaged softmax heads (book, chapter "Several heads").
 
 The student has the teacher's architecture, :class:`~aimlib.channels.heads.MultiHeadSoftmax`:
 ``S_hat_h = W_h W_h^T / sqrt(r_h d)`` (``h = 1..H``), the heads' indices

@@ -13,7 +13,7 @@ held at once number at most
 
 entries of the working precision, plus ``m T d + 2 k d r + 2 d^2 + d r``
 float64 entries for the random draws (tokens, initial weights and teacher are
-drawn in float64).  :func:`check_memory` compares this estimate with a budget
+drawn in float64).  ``aimlib._validate.check_memory`` compares this estimate with a budget
 and names the parameter to lower.
 """
 from __future__ import annotations

@@ -29,6 +29,7 @@ from ..backend import to_host
 from .direct import direct_loss_grad, ridge_penalty
 from .student import check_weight_decay, loss_grad, shifted_gram, trace_penalty
 
+#: the two parametrisations of the student (see the module docstring)
 STUDENTS = ("factorised", "direct")
 
 #: an eigenvalue of ``S_hat`` counts as non-zero above this (absolute, in the teacher's scale)

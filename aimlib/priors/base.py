@@ -64,7 +64,7 @@ class Prior:
         raise NotImplementedError
 
     def sector_moments(self) -> tuple:
-        """``Q0`` split over :attr:`sectors` (one number for a one-sector prior)."""
+        """``Q0`` split over ``sectors`` (one number for a one-sector prior)."""
         return (self.second_moment(),)
 
     def mean(self, d: int, xp=np, dtype=np.float64):

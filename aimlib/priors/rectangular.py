@@ -1,7 +1,6 @@
 r"""The prior of untied key and query: ``S = Q K^T / sqrt(r d)``, a square matrix of two sectors.
 
-Book, chapter "Beyond", sections "Untied key and query" and "GAMP for untied key
-and query".  ``Q, K`` of shape ``(d, r)`` independent with i.i.d. ``N(0, 1)``
+Book, chapters "Untied key and query" and "Untied key and query: algorithms and the exact error".  ``Q, K`` of shape ``(d, r)`` independent with i.i.d. ``N(0, 1)``
 entries, ``rho = r/d``: ``E S = 0``, ``Q0 = lim (1/d)||S||_F^2 = 1``, half of it
 in each of the two sectors (symmetric part ``A``, antisymmetric part ``B``:
 ``sector_moments = (1/2, 1/2)``).  ``S`` is bi-rotationally invariant, so under

@@ -1,6 +1,7 @@
 r"""The Bayes-optimal denoiser of ``S = Q K^T/sqrt(r d)`` under two noises, by sampling its posterior.
 
-Book, chapter "Beyond", section "The Bayes-optimal error, sampled".  For
+Book, chapter "Untied key and query: algorithms and the exact error",
+section "The Bayes-optimal error, sampled".  For
 
 .. math::  R = S + \sqrt{\Delta_A}\,\Pi_{\rm sym}G + \sqrt{\Delta_B}\,\Pi_{\rm anti}G',
 

@@ -249,6 +249,6 @@ def quadrature(delta: float, rho: float):
 
 
 def clear_caches() -> None:
-    """Empty the caches of :func:`edges_full` and :func:`quadrature` (for timings from a cold start)."""
+    """Empty the caches of ``edges_full`` and :func:`quadrature` (for timings from a cold start)."""
     quadrature.cache_clear()
     edges_full.cache_clear()

@@ -1,6 +1,6 @@
 r"""Denoising a square non-symmetric matrix ``Y = S + sqrt(Delta) Z``, ``Z`` i.i.d. ``N(0, 1/d)``.
 
-Book, chapter "Beyond", section "Untied key and query" (the prior of untied key and query,
+Book, chapter "Untied key and query" (the prior of untied key and query,
 :class:`aimlib.priors.Rectangular`).  ``S = Q K^T / sqrt(r d)``
 is bi-rotationally invariant; the Bayes-optimal estimator is the rectangular RIE
 (singular vectors of ``Y``, singular values ``sigma -> sigma - 2 Delta h(sigma)``

@@ -5,15 +5,24 @@ With ``F_out = k / V`` the fixed point solves the scalar equation
 .. math::  V = \mathrm{mmse}_S(V / \bar\alpha), \qquad \bar\alpha = k\, \alpha ,
 
 equivalently ``mmse_S(Delta) / Delta = alpha_bar`` with ``V = alpha_bar Delta``: a
-one-dimensional root find in ``t = log Delta``.
+one-dimensional root find in ``t = log Delta``.  Along a curve the left side
+``g(t) = log mmse_S(e^t) - t`` is the same function for every ``alpha``, so
+:func:`solve_closed_many` solves all points from one growing table of ``g``:
+the root of each is read off by inverse interpolation and checked by one new
+evaluation of ``g`` next to it.
 """
 from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..errors import ConvergenceError
 
-__all__ = ["solve_closed"]
+__all__ = ["solve_closed", "solve_closed_many", "NEAR"]
+
+#: table entries of one inverse interpolation (:func:`solve_closed_many`)
+NEAR = 6
 
 
 def solve_closed(abar: float, m, c0: float, guess: float | None, tol: float):
@@ -104,3 +113,97 @@ def _regula_falsi(h, lo, hlo, hi, hhi, tol, abar):
         if abs(hi - lo) < tol:
             return t
     raise ConvergenceError(f"SE root find did not converge at alpha_bar={abar:g}")  # pragma: no cover
+
+
+def _inverse_interpolate(nodes, la: float) -> float:
+    """``t`` at ``g = la`` by Lagrange interpolation of ``t`` in ``g`` through ``nodes`` (``(g, t)``, distinct ``g``)."""
+    g = np.array([n[0] for n in nodes])
+    t = np.array([n[1] for n in nodes])
+    w = np.array([np.prod([(la - g[k]) / (g[j] - g[k]) for k in range(len(g)) if k != j])
+                  for j in range(len(g))])
+    return float(w @ t)
+
+
+def _nearest(table: dict, la: float, count: int) -> list:
+    """Up to ``count`` entries ``(g, t)`` of ``table`` (``g -> t``) with ``g`` closest to ``la``, well apart.
+
+    An entry is skipped when it lies closer to one already taken than a quarter of its
+    distance to ``la``: clustered nodes (the last steps of a root find) make the
+    interpolation weights blow up.
+    """
+    taken = []
+    for g, t in sorted(table.items(), key=lambda n: abs(n[0] - la)):
+        if all(abs(g - h) > 0.25 * abs(g - la) for h, _ in taken):
+            taken.append((g, t))
+            if len(taken) == count:
+                break
+    return taken
+
+
+def _from_table(table: dict, la: float, tol: float, m):
+    """The root ``t`` of ``g(t) = la`` from ``table`` (``g -> t``) and at most three new evaluations, or ``None``.
+
+    Each step interpolates ``t`` through the :data:`NEAR` entries with ``g`` closest to ``la``
+    (``t_0``), evaluates ``g`` there, enters it and interpolates again with it (``t_1``); the
+    root ``t_1`` is accepted when the estimate of its interpolation error,
+    ``|t_1 - t_0| |g(t_0) - la| / min_k |g(t_0) - g_k|`` (the next term of the
+    interpolation), is below ``tol``.
+    """
+    for _ in range(3):
+        near = _nearest(table, la, NEAR)
+        t0 = _inverse_interpolate(near, la)
+        if not (math.isfinite(t0) and math.log(1e-15) < t0 < 1.0 - la):
+            return None
+        mv = m(math.exp(t0))
+        if not 0 < mv < math.inf:
+            return None
+        g0 = math.log(mv) - t0
+        if g0 == la:
+            return t0
+        if g0 in table:
+            return None
+        table[g0] = t0
+        near = _nearest(table, la, NEAR)
+        if near[0][0] != g0:
+            return None
+        spread = min(abs(g0 - n[0]) for n in near[1:])
+        t1 = _inverse_interpolate(near, la)
+        if abs(t1 - t0) * abs(g0 - la) / spread < tol and abs(t1 - t0) < 1e-3:
+            return t1
+    return None
+
+
+def solve_closed_many(abars, m, c0: float, tol: float):
+    """:func:`solve_closed` at every ``abar`` (increasing order), sharing the evaluations of ``g``.
+
+    ``g(t) = log m(e^t) - t`` does not depend on ``abar``: every evaluation made for one point
+    enters a table ``g -> t`` from which the next points' roots are interpolated
+    (:func:`_from_table`, usually one new evaluation per point).  A point the table does not
+    settle is solved alone by :func:`solve_closed` (its evaluations enter the table too).  Each
+    value is the root of its own equation to ``tol`` in ``log Delta``, as when solved alone.
+
+    Returns
+    -------
+    list of ``(V, Delta, evaluations)``, one per ``abar``.
+    """
+    table, out = {}, []
+
+    def recorded(delta):
+        mv = m(delta)
+        if 0 < mv < math.inf:
+            table.setdefault(math.log(mv) - math.log(delta), math.log(delta))
+        return mv
+
+    for abar in abars:
+        if abar <= 0 or abar >= c0 or abar < 1e-12:
+            out.append(solve_closed(abar, m, c0, None, tol)[:3])
+            continue
+        la, before = math.log(abar), len(table)
+        t = _from_table(table, la, tol, m) if len(_nearest(table, la, NEAR)) == NEAR else None
+        evals = len(table) - before
+        if t is None:
+            V, delta, more, _ = solve_closed(abar, recorded, c0, None, tol)
+            out.append((V, delta, evals + more))
+        else:
+            out.append((abar * math.exp(t), math.exp(t), evals))
+    return out

@@ -12,10 +12,10 @@ are the SE fixed points; among several, the largest ``Phi`` is the Bayes-optimal
 """
 from __future__ import annotations
 
+import importlib
 import math
 
 import numpy as np
-from scipy.integrate import quad
 
 from .. import _validate as v
 from ..channels import make_channel
@@ -29,6 +29,7 @@ def _integral_mmse(qhat: float, m) -> float:
     r"""``I(qhat) = int_0^qhat mmse_S(1/s) ds`` (``s < 1`` directly, ``s > 1`` in ``log s``)."""
     if qhat == 0:
         return 0.0
+    quad = importlib.import_module("scipy.integrate").quad   # loaded here: `se` never needs it
     a = min(qhat, 1.0)
     val, _ = quad(lambda s: m(1.0 / s) if s > 0 else 1.0, 0.0, a, epsabs=1e-11, epsrel=1e-10, limit=200)
     if qhat > 1.0:

@@ -2,9 +2,10 @@
 
 Noiseless linear-type channels (``F_out = k / V``) are solved in closed form
 (:mod:`~aimlib.state_evolution.closed`), every other channel is iterated
-(:mod:`~aimlib.state_evolution.fixed_point`).  Each point is solved on its own
-to the requested tolerance: a value never depends on which other points were
-asked for (warm starts only save evaluations).
+(:mod:`~aimlib.state_evolution.fixed_point`).  Each point is solved to the
+requested tolerance of its own equation: a value depends on which other points
+were asked for only within that tolerance (the closed form's shared table of
+prior-MMSE evaluations and the iteration's warm starts only save work).
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import numpy as np
 from .. import _validate as v
 from ..channels import make_channel
 from ..priors import make_priors
-from .closed import solve_closed
+from .closed import solve_closed, solve_closed_many
 from .fixed_point import SEResult, fixed_point
 
 __all__ = ["SECurve", "solve", "curve"]
@@ -102,25 +103,19 @@ def _alphas(alphas) -> np.ndarray:
     return a
 
 
-def _extrapolate(hist, x):
-    """Next starting ``log Delta`` from the last two ``(log alpha, log Delta)`` solutions."""
-    if len(hist) >= 2 and hist[-1][0] != hist[-2][0]:
-        (x1, y1), (x2, y2) = hist[-2], hist[-1]
-        return y2 + (y2 - y1) / (x2 - x1) * (x - x2)
-    return hist[-1][1] if hist else None
-
-
 def curve(alphas, channel="softmax", *, T: int = 2, rho=0.5, beta: float | None = None,
           noise: float | None = None, method: str = "auto", tol: float = 1e-12, warm_start: bool = True,
           **iterate_kw) -> SECurve:
     r"""SE fixed points along ``alphas`` (any order; results in the input order).
 
-    The points are solved in increasing ``alpha``.  Closed form: an exact root
-    find per point, started (``warm_start``) by extrapolating the previous
-    roots, about six prior-MMSE evaluations per point.  Iterated channels: each
-    point starts from the previous ``V`` when ``warm_start`` (following a branch
-    of fixed points continuously; ``warm_start=False`` starts every point from
-    the uninformative ``V = 1``).
+    Closed form: the points are solved together (:func:`~aimlib.state_evolution.closed.solve_closed_many`):
+    every prior-MMSE evaluation enters one table of ``log mmse_S(Delta) - log Delta``, the
+    same function of ``Delta`` for every ``alpha``, from which each root is interpolated and
+    then checked by about one new evaluation next to it; each value is its own root to
+    ``tol`` in ``log Delta``, as from :func:`solve` (``warm_start=False``: every point alone).
+    Iterated channels: the points are solved in increasing ``alpha``, each starting from the
+    previous ``V`` when ``warm_start`` (following a branch of fixed points continuously;
+    ``warm_start=False`` starts every point from the uninformative ``V = 1``).
 
     Returns
     -------
@@ -129,20 +124,28 @@ def curve(alphas, channel="softmax", *, T: int = 2, rho=0.5, beta: float | None 
         ``evaluations`` (prior-MMSE calls of the closed form).
     """
     a = _alphas(alphas)
-    T, rho, ch, meth, _ = _setup(T, rho, channel, beta, noise, method)
-    results, hist, evaluations = [None] * a.size, [], 0
-    init = iterate_kw.pop("init", None)
-    for i in np.argsort(a, kind="stable"):
-        if meth == "closed":
-            guess = _extrapolate(hist, math.log(a[i])) if warm_start and a[i] > 0 else None
-            r = solve(float(a[i]), ch, T=T, rho=rho, method="closed", tol=tol, guess=guess, **iterate_kw)
-            if 0 < r.qhat < math.inf:
-                hist.append((math.log(a[i]), -math.log(r.qhat)))
-            evaluations += r.iterations
+    T, priors, ch, meth, k = _setup(T, rho, channel, beta, noise, method)
+    tol = v.positive("tol", tol)
+    order = np.argsort(a, kind="stable")
+    results = [None] * a.size
+    if meth == "closed":
+        if iterate_kw:
+            raise TypeError(f"unexpected arguments for method='closed': {sorted(iterate_kw)}")
+        prior = priors[0]
+        abars = [k * float(a[i]) for i in order]
+        if warm_start:
+            sols = solve_closed_many(abars, prior.mmse, prior.zero_slope(), tol)
         else:
-            r = fixed_point(float(a[i]), ch, T=T, rho=rho, tol=max(tol, 1e-13), init=init, **iterate_kw)
+            sols = [solve_closed(x, prior.mmse, prior.zero_slope(), None, tol)[:3] for x in abars]
+        for i, (V, delta, evals) in zip(order, sols):
+            results[i] = _closed_result(float(a[i]), V, delta, evals, [V], prior)
+    else:
+        init = iterate_kw.pop("init", None)
+        for i in order:
+            r = fixed_point(float(a[i]), ch, T=T, rho=priors, tol=max(tol, 1e-13), init=init, **iterate_kw)
             init = r.mmse if warm_start else init
-        results[i] = r
+            results[i] = r
+    evaluations = sum(r.iterations for r in results) if meth == "closed" else 0
     col = {key: np.array([getattr(r, key) for r in results], dtype=float) for key in ("mmse", "q", "qhat")}
     return SECurve(alpha=a.copy(), iterations=np.array([r.iterations for r in results]), method=meth,
                    evaluations=int(evaluations), prediction=results[0].prediction, **col)

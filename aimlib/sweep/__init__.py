@@ -56,7 +56,7 @@ run of the spec is in the file, it is rewritten (atomically) in expansion
 order, which keeps committed data diff-friendly; rows of other specs in the
 same file are kept after them.  A run that raises (e.g.
 :class:`aimlib.ConvergenceError`) writes no row; it is reported in
-:attr:`SweepReport.failures`, recorded with its message in the failures file
+``SweepReport.failures``, recorded with its message in the failures file
 beside the results (:mod:`~aimlib.sweep.failures`, :func:`load_failures`) and
 retried by the next call.
 

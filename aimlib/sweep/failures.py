@@ -23,6 +23,7 @@ from pathlib import Path
 from . import diskio
 from .spec import expand
 
+#: the columns of a failures file, one line per run that raised
 FAILURE_COLUMNS = ("key", "method", "channel", "T", "rho", "alpha", "d", "seed", "tokens", "message")
 _HEADER = ",".join(FAILURE_COLUMNS)
 

@@ -5,6 +5,9 @@ must fit the solver that will run: the closed form (noiseless softmax or
 linear channel, ``solver: auto`` or ``closed``) takes only ``tol``, the
 iteration also ``max_iter`` and ``damping``; ``solver: closed`` needs a
 channel that has the closed form, ``rho: inf`` needs the closed form.
+``amp`` takes ``tokens_storage`` (``store``, the default, or ``regenerate``:
+:mod:`aimlib.tokens`); ``regenerate`` enters a run's key (regenerated tokens are
+other draws than the stored ones of the same seed), ``store`` does not (:data:`IMPLIED`).
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from functools import partial
 from typing import Mapping
 
 from .. import _validate
+from ..tokens import STORAGES
 from .fields import choice, fail, grid_axis, unknown_keys
 
 METHODS = ("se", "amp", "gd", "gd_avg")
@@ -48,7 +52,7 @@ OPTIONS: dict[str, dict] = {
             "tol": _opt_float(low=0, low_open=True), "lookback": _opt_int(1),
             "min_iter": _opt_int(1), "damp": _opt_choice("both", "state", "messages"),
             "memory_mb": _opt_float(low=0, low_open=True), "chunk_size": _opt_int(1),
-            "dtype": _opt_choice("float32", "float64")},
+            "dtype": _opt_choice("float32", "float64"), "tokens_storage": _opt_choice(*STORAGES)},
     "gd": dict(_GD_OPTIONS),
     "gd_avg": dict(_GD_OPTIONS),
 }
@@ -63,6 +67,10 @@ DEFAULTS: dict[str, dict] = {
 
 #: options that a run with the given option value does not use: they are left out of its key
 UNUSED = {("student", "direct"): ("rank",)}
+
+#: option values that are the behaviour without the option: left out of a run's key, so a spec that
+#: gives them reuses the rows of one that does not
+IMPLIED = {("tokens_storage", "store")}
 
 #: state-evolution options that only the iteration uses
 _ITERATION_ONLY = ("max_iter", "damping")

@@ -4,7 +4,8 @@
     the state-evolution fixed point (:func:`aimlib.state_evolution.solve`),
     the Bayes-optimal error in the limit ``d -> inf``: ``mmse``, ``q``;
 ``amp``
-    one GAMP-RIE run on sampled data (:func:`aimlib.amp.run_amp`): ``n``,
+    one GAMP-RIE run on sampled data (:func:`aimlib.amp.run_amp`; option ``tokens_storage``:
+    stored or regenerated tokens, :mod:`aimlib.tokens`): ``n``,
     ``mmse``, ``iterations``, ``converged`` and the predicted error ``mmse_pred``
     (for a channel of several teachers ``mmse_layers`` and ``mmse_pred_layers``,
     one value per teacher, in place of ``mmse`` and ``mmse_pred``; likewise for ``se``);
@@ -42,9 +43,11 @@ def _make_channel(run: Run):
     return make_run_channel(run.channel, beta=run.beta, noise=run.noise, c=run.c)
 
 
-def _tokens(run: Run):
-    """The token law of a run as a mapping for :func:`aimlib.tokens.token_law` (None: Gaussian)."""
-    return None if run.tokens is None else dict(run.tokens)
+def _tokens(run: Run, storage: str = "store"):
+    """The token law of a run as a mapping for :func:`aimlib.tokens.token_law` (None: Gaussian, stored)."""
+    if storage == "store":
+        return None if run.tokens is None else dict(run.tokens)
+    return {**(dict(run.tokens) if run.tokens is not None else {"name": "gaussian"}), "storage": storage}
 
 
 def _errors(mmse, pred=None) -> dict:
@@ -64,10 +67,11 @@ def _se(run: Run, opts: dict) -> dict:
 
 def _amp(run: Run, opts: dict) -> dict:
     dtype = opts.pop("dtype")
+    tokens = _tokens(run, opts.pop("tokens_storage", "store"))
     # a run that stops at its cap is a row with converged = False, not a failed run
     out = amp.run_amp(_make_channel(run), run.T, run.rho, run.alpha, run.d, run.seed,
                       backend=run.backend, dtype=dtype, on_max_iter="return",
-                      tokens=_tokens(run), teachers=run.teachers, **opts)
+                      tokens=tokens, teachers=run.teachers, **opts)
     return {"n": out["n"], **_errors(out["mmse"], out["m"]), "iterations": out["iterations"],
             "converged": out["converged"]}
 

@@ -18,7 +18,7 @@ A spec is a small YAML file (or the same mapping in Python, or a
     teachers: wishart               # wishart (W W^T/sqrt(r d)) | centred (minus sqrt(rho) I); one value
     backend: null                   # numpy | cupy | null (AIMLIB_BACKEND / numpy)
     options:                        # per-method options (a list makes a grid axis)
-      amp: {max_iter: 300, damping: 0.5}
+      amp: {max_iter: 300, damping: 0.5}   # also tokens_storage: store | regenerate
       gd_avg: {restarts: 8, steps: 1000, lr: 0.1}
       # gd, gd_avg also take weight_decay (>= 0), student (factorised | direct),
       # rank (the factorised student's width; the direct student has none)
@@ -63,7 +63,7 @@ from ..priors import TEACHER_FAMILIES
 from ..tokens import token_law
 from .fields import SpecError, as_list, checked, choice, fail, grid_axis, shown, unique, unknown_keys
 from .keys import Run, canon_float, make_run_channel
-from .options import DEFAULTS, METHODS, UNUSED, check_options, check_se_solver
+from .options import DEFAULTS, IMPLIED, METHODS, UNUSED, check_options, check_se_solver
 from .specfile import read_spec_file
 
 #: the channel names: those of the registry (:data:`aimlib.channels.registry.CHANNELS`)
@@ -96,6 +96,8 @@ def _token_value(fieldname, value) -> tuple:
     """One token law as sorted ``(key, value)`` pairs, floats canonical; ``cov`` is refused."""
     if isinstance(value, Mapping) and "cov" in value:
         fail(f"{fieldname}.cov", "a sweep names a covariance by 'c' (C_ij = c^|i-j|), not 'cov'")
+    if isinstance(value, Mapping) and "storage" in value:
+        fail(f"{fieldname}.storage", "a sweep sets how tokens are held by options.amp.tokens_storage")
     law = checked(fieldname, lambda f, x: token_law(dict(x) if isinstance(x, Mapping) else x),
                   value)
     return (("name", law.name),) + tuple((k, canon_float(x)) for k, x in law.params)
@@ -311,9 +313,10 @@ def load_spec(spec) -> SweepSpec:
 
 
 def _used(options: tuple) -> tuple:
-    """``options`` without those that another option's value makes unused (:data:`UNUSED`)."""
+    """``options`` without those that another option's value makes unused (:data:`UNUSED`) and
+    those whose value is the behaviour without them (:data:`~aimlib.sweep.options.IMPLIED`)."""
     unused = {name for item in options for name in UNUSED.get(item, ())}
-    return tuple((k, x) for k, x in options if k not in unused)
+    return tuple((k, x) for k, x in options if k not in unused and (k, x) not in IMPLIED)
 
 
 def expand(spec) -> list[Run]:

@@ -1,4 +1,5 @@
-"""Untied key and query: ``S = Q K^T / sqrt(r d)``, not symmetric (book, chapter "Beyond").
+"""Untied key and query: ``S = Q K^T / sqrt(r d)``, not symmetric (book, chapters "Untied key and query" and
+"Untied key and query: algorithms and the exact error").
 
 Modules: :mod:`~aimlib.untied.model` (teacher, indices, softmax outputs, counting),
 :mod:`~aimlib.untied.denoising` (finite-``d`` draws and the oracle curve; the rectangular RIE and

@@ -1,6 +1,6 @@
 r"""Finite-``d`` experiments on denoising the untied ``S``: draws and the oracle curve.
 
-Book, chapter "Beyond", section "Untied key and query".  The theory (the singular-value
+Book, chapter "Untied key and query".  The theory (the singular-value
 law, the rectangular RIE, ``mmse_rect``) is in :mod:`aimlib.rmt.rectangular`.
 """
 from __future__ import annotations

@@ -1,6 +1,7 @@
 r"""GAMP for untied key and query: the noiseless softmax channel with two sectors.
 
-Book, chapter "Beyond", section "GAMP for untied key and query".  One iteration
+Book, chapter "Untied key and query: algorithms and the exact error",
+section "GAMP for untied key and query".  One iteration
 is the square channel step (:func:`aimlib.amp.square_step.square_channel_step`:
 the channel :class:`aimlib.channels.UntiedSoftmax` sees each part of ``S`` through
 its own noise ``Delta_s``) followed by the prior's denoiser,

@@ -1,6 +1,6 @@
 r"""The untied attention-indexed model: sampling, indices, softmax outputs, counting.
 
-Book, chapter "Beyond", section "Untied key and query".
+Book, chapter "Untied key and query".
 
 * teacher: ``S = Q K^T / sqrt(r d)`` with ``Q, K`` of shape ``(d, r)`` independent,
   i.i.d. ``N(0, 1)`` (:class:`aimlib.priors.Rectangular`); ``S`` is not symmetric,

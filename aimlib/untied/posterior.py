@@ -1,6 +1,7 @@
 r"""The Bayes-optimal error of denoising ``S`` under two noises, by sampling its posterior.
 
-Book, chapter "Beyond", section "The Bayes-optimal error, sampled".  The prior side
+Book, chapter "Untied key and query: algorithms and the exact error",
+section "The Bayes-optimal error, sampled".  The prior side
 of the exact two-overlap state evolution (:func:`~aimlib.untied.solve_sectors`) is
 the error of estimating ``S = Q K^T/sqrt(r d)`` from
 

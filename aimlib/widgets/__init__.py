@@ -25,7 +25,7 @@ Panels
     Two hardmax attention layers: each layer's error against ``alpha`` (book, "Deep attention").
 :func:`untied_panel`
     Tied against untied key and query (softmax): both errors against ``alpha`` with
-    their thresholds (book, "Beyond the solvable model").
+    their thresholds (book, "Untied key and query: algorithms and the exact error").
 :func:`training_panel`
     Gradient descent with weight decay, from the stored runs: the learned
     spectrum against the teacher's and the train/test errors (book, "What training learns").

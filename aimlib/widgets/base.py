@@ -351,9 +351,14 @@ def int_slider(value, lo, hi, description, step=1):
 
 
 def toggle(options, value, description):
-    """A row of toggle buttons, one per option."""
+    """A row of toggle buttons, one per option, with ``description`` on their left.
+
+    The label and its buttons stay on one line and the row does not shrink in
+    a box (the static book's widget renderer would put the label above them).
+    """
     return W.ToggleButtons(options=list(options), value=value, description=description,
-                           style={**_LABEL, "button_width": "64px"})
+                           style={**_LABEL, "button_width": "64px"},
+                           layout=W.Layout(display="flex", flex="0 0 auto"))
 
 
 def range_text(value, description="α range"):

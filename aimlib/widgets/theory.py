@@ -69,8 +69,8 @@ def se_panel(channel: str = "softmax", rho: float = 0.5, T: int = 2, alpha_range
         "rho": log_slider(rho, 0.02, 5.0, "ρ"),
         "T": int_slider(T, 2, 6, "T"),
         "alpha_range": range_text(alpha_range),
-        "xscale": toggle(["log", "linear"], xscale, "α axis"),
-        "yscale": toggle(["linear", "log"], yscale, "E_S axis"),
+        "xscale": toggle(["log", "linear"], xscale, "x axis (α)"),
+        "yscale": toggle(["linear", "log"], yscale, "y axis (E_S)"),
     }
     rows = [W.HBox([controls["channel"], controls["rho"], controls["T"]]),
             W.HBox([controls["alpha_range"], controls["xscale"], controls["yscale"]])]

@@ -1,4 +1,4 @@
-"""The untied key-query panel: tied and untied softmax errors against alpha (chapter "Beyond the solvable model")."""
+"""The untied key-query panel: tied and untied softmax errors against alpha (chapter "Untied key and query: algorithms and the exact error")."""
 from __future__ import annotations
 
 import functools

@@ -5,7 +5,14 @@ twice under Sphinx 7.4, which throws ``Identifier 'THEBE_JS_URL' has already
 been declared`` in the browser console.  This extension drops repeated
 scripts (same file or inline body, whatever their priority) from each
 page's script list.
+
+Every page also gets the print stylesheet ``static/aim-print.css`` (code and
+outputs wrapped at the paper's width; the Live bar, snapshot notices and
+on-screen buttons left out).
 """
+from pathlib import Path
+
+STATIC = Path(__file__).with_name("static")
 
 
 def _drop_duplicate_scripts(app, pagename, templatename, context, doctree):
@@ -22,6 +29,13 @@ def _drop_duplicate_scripts(app, pagename, templatename, context, doctree):
     scripts[:] = unique
 
 
+def _configure(app, config):
+    if str(STATIC) not in config.html_static_path:
+        config.html_static_path.append(str(STATIC))
+
+
 def setup(app):
+    app.connect("config-inited", _configure)
+    app.add_css_file("aim-print.css")
     app.connect("html-page-context", _drop_duplicate_scripts, priority=100)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

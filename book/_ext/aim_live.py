@@ -4,8 +4,11 @@ Every page with code cells loads ``static/aim-live.js`` (and its stylesheet).
 The script adds a "Live" button above the page's first code cell and, at
 each panel (a cell whose output is an ipywidgets view), a notice that the
 panel is a snapshot and how to make it live (``make live``, ``make app``,
-``make lab``).  On a page opened at the live address that ``make live``
-prints (``book/_ext/live_server.py``), it exchanges the address's one-time
+``make lab``); it also disables the snapshot panels' controls (they would move
+without recomputing anything) by setting ``disabled`` in the saved widget
+state before the widget manager draws it.  On a page opened at the live
+address that ``make live`` prints (``book/_ext/live_server.py``), it
+exchanges the address's one-time
 secret for the live server's session cookie; otherwise it requests nothing
 on page load.  A press of "Live" reads the live server's
 ``_live/config.json`` (answered to that cookie alone) and then loads Thebe

@@ -9,6 +9,12 @@ Sphinx's search page shows section titles from the search index and cuts each
 result's snippet from the text of the page, where math is its TeX source.  The
 script ``static/search-plain-math.js``, loaded on the search page only, turns
 both into plain text before they are shown (see the script for the rules).
+
+Sphinx ranks a page by its best single query word and starts the snippet at the
+first occurrence of a query word.  ``static/search-rank.js``, loaded before it,
+ranks pages by every query word, weighting the page title above section
+headings above the text and the whole query above its words, links each result
+to its best-matching section and cuts the snippet where the query stands there.
 """
 from pathlib import Path
 
@@ -16,12 +22,14 @@ STATIC = Path(__file__).with_name("static")
 
 
 def _configure(app, config):
-    config.html_static_path.append(str(STATIC))
+    if str(STATIC) not in config.html_static_path:
+        config.html_static_path.append(str(STATIC))
     config.html_theme_options.setdefault("navbar_persistent", [])
 
 
 def _on_search_page(app, pagename, templatename, context, doctree):
     if pagename == "search":
+        app.add_js_file("search-rank.js")           # first: search-plain-math.js wraps its snippets
         app.add_js_file("search-plain-math.js")
         app.add_css_file("search-page.css")
 

@@ -2,7 +2,10 @@
  *
  * On load the script changes the page: a "Live" bar above the first code cell and, at each
  * panel (a cell whose output holds an ipywidgets view), a notice that the panel is a snapshot
- * and how to make it live. If the page was opened at the live address that `make live` prints
+ * and how to make it live. The panels' controls are drawn disabled: the widget state saved at
+ * build time (read by the html-manager on window "load", after this script ran) has every
+ * "disabled" set to true, since nothing recomputes when a saved control moves. Live mode
+ * draws the kernel's own widgets in their place, enabled. If the page was opened at the live address that `make live` prints
  * (book/_ext/live_server.py), whose fragment is #live=<one-time secret>, the script removes the
  * fragment from the address bar and exchanges the secret at <site>/_live/session for the
  * live server's session key, kept in this origin's localStorage (no other port can read it);
@@ -26,6 +29,7 @@
   var SESSION_KEY = "aim-live-session";   /* localStorage item of this origin */
   var THEBE_REQUIREJS = "https://cdnjs.cloudflare.com/ajax/libs/require.js/2.3.6/require.min.js";
   var WIDGET_VIEW = 'script[type="application/vnd.jupyter.widget-view+json"]';
+  var WIDGET_STATE = 'script[type="application/vnd.jupyter.widget-state+json"]';
   var HOW = "run <code>make live</code> in the repository and open the book at the address it " +
     "prints, then press <b>Live</b>; or open the chapter as a notebook (<code>make lab</code>) " +
     "or the playground as an app (<code>make app</code>).";
@@ -54,6 +58,25 @@
     });
     window.addEventListener("pageshow", function (event) {
       if (event.persisted && state.kernelGone) location.reload();
+    });
+  }
+
+  /* Every saved widget model that has a "disabled" attribute (sliders, buttons, fields,
+   * drop-downs) is saved again with it set, before the html-manager renders the panels. */
+  function disableSavedControls() {
+    Array.prototype.forEach.call(document.querySelectorAll(WIDGET_STATE), function (script) {
+      var saved;
+      try {
+        saved = JSON.parse(script.textContent);
+      } catch (err) {
+        return;
+      }
+      var models = saved.state || {};
+      Object.keys(models).forEach(function (id) {
+        var model = models[id].state;
+        if (model && Object.prototype.hasOwnProperty.call(model, "disabled")) model.disabled = true;
+      });
+      script.textContent = JSON.stringify(saved);
     });
   }
 
@@ -102,14 +125,14 @@
     if (!cells.length) return;
     var panels = cells.filter(isPanel);
     var intro = panels.length
-      ? "The panels on this page are snapshots: their controls move but do not recompute. "
+      ? "The panels on this page are snapshots: their controls are disabled, nothing recomputes. "
       : "The code cells of this page can run in a local kernel. ";
     cells[0].parentNode.insertBefore(bar("aim-live-bar", intro + "To make them live, " + HOW),
                                      cells[0]);
     panels.forEach(function (cell) {
       var note = bar("aim-live-notice",
-        "<b>Snapshot.</b> This panel shows the figure saved when the book was built; moving " +
-        "its controls changes nothing. To make it live, " + HOW);
+        "<b>Snapshot.</b> This panel shows the figure saved when the book was built; its " +
+        "controls are disabled. To make it live, " + HOW);
       cell.parentNode.insertBefore(note, cell);
     });
   }
@@ -220,8 +243,9 @@
   }
 
   state.session = redeemSecret();
+  disableSavedControls();   /* the saved state stands in the page's head, above this script */
   if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", setup);
+    document.addEventListener("DOMContentLoaded", function () { disableSavedControls(); setup(); });
   } else {
     setup();
   }
