@@ -64,10 +64,13 @@ pdf: $(VENV)/.installed
 	$(PY) book/_ext/book_pdf.py --html $(BUILD)/html --out $(BUILD)/aim-book.pdf
 
 # The second run repeats the library's tests with every array aimlib creates on the strict
-# CPU stand-in for CuPy (tests/strict_cupy.py): a host/device mix fails as on a GPU.
+# CPU stand-in for CuPy (tests/strict_cupy.py): a host/device mix fails as on a GPU. It
+# leaves out the slow tests (Monte Carlo checks and larger runs of code paths that the
+# quick tests, test_device_path.py among them, already take through the stand-in), which
+# the first run has just passed.
 test: $(VENV)/.installed _vendor/.installed
 	$(PY) -m pytest
-	AIMLIB_TEST_BACKEND=strict-cupy $(PY) -m pytest -q
+	AIMLIB_TEST_BACKEND=strict-cupy $(PY) -m pytest -q -m "not slow"
 
 # The playground (book/playground.md) as a live app: jupytext writes the notebook to
 # _build/app (ignored) and Voila serves it on 127.0.0.1 only, offline: the template

@@ -212,6 +212,7 @@ _INTERNAL = re.compile(r"\b(q must|Q0|delta must|omega|y must|memory_mb|lr|max_i
      ["--c", "[-100, 100]"]),
     (["se", "--channel", "deep-hardmax", "--rho", "2e3", "2e3", "--alpha", "0.1"], ["--rho", "[0.0001, 1000]"]),
     (["amp", "--channel", "hardmax", "--T", "4", "--alpha", "0.1", "--d", "20"], ["--T", "T <= 3 only"]),
+    (["se", "--channel", "hardmax", "--T", "3", "--alpha", "10"], ["hardmax T = 3", "lower alpha"]),
     (["se", "--channel", "hardmax", "--noise", "0.1", "--alpha", "0.1"], ["--noise", "no Bayes side"]),
     (["threshold", "--channel", "linear", "--noise", "0.1"], ["--noise", "needs --noise 0"]),
     (["threshold", "--channel", "deep-hardmax", "--rho", "0.5", "0.5"], ["--rho", "rho -> 0 onset", "no --rho"]),

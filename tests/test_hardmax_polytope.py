@@ -104,7 +104,7 @@ def test_impossible_output_and_T_range_are_refused():
         hp.g_out(y, np.zeros((1, 3, 3)), 1.0)
     with pytest.raises(ValueError, match="T must be <= 3"):
         Hardmax().fisher(0.5, 1.5, 4)
-    with pytest.raises(ValueError, match="tau"):
+    with pytest.raises(ValueError, match="tabulated for q/V in \\[0, 1000\\]"):
         hp.fisher_scaled(2 * hp.TAU_MAX, 3)
 
 

@@ -12,7 +12,8 @@ from ..model import estimation_error
 from .square_step import square_channel_step
 from .steps import DELTA_MIN, channel_step, prior_step
 
-__all__ = ["StopRules", "BlockDrift", "STOPS", "iterate", "layer_errors", "pack_layers", "per_layer", "stalled", "STALL_FACTOR"]
+__all__ = ["StopRules", "BlockDrift", "STOPS", "iterate", "layer_errors", "pack_layers", "per_layer", "stalled",
+           "STALL_FACTOR"]
 
 #: the stopping rules of :func:`~aimlib.amp.gamp_rie` (:class:`StopRules`)
 STOPS = ("estimate", "drift", "prediction")

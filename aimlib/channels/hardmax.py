@@ -1,7 +1,8 @@
 r"""The hardmax channel: each row of ``y`` is one-hot at ``argmax_b h_ab`` (the ``beta -> infinity`` softmax).
 
-Bayes side, noiseless (derived in the book, chapter "The hardmax channel"); ``T = 3`` is
-the Gaussian cone of :mod:`aimlib.channels.hardmax_polytope`, ``T = 2`` is here.  The output is fixed by two signs ``s_i = sign(h_ii - h_12)``; given
+Bayes side, noiseless (derived in the book, chapter "Hardmax attention with two and three
+tokens"); ``T = 3`` is the Gaussian cone of :mod:`aimlib.channels.hardmax_polytope`,
+``T = 2`` is here.  The output is fixed by two signs ``s_i = sign(h_ii - h_12)``; given
 ``h ~ N(omega, V Sigma)`` the differences ``u_i = h_ii - h_12`` have means
 ``m_i = omega_ii - omega_12``, variance ``3V`` and correlation ``1/3``, so
 

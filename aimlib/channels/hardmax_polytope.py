@@ -327,8 +327,9 @@ def fisher_scaled(tau, T: int):
     T = check_T(T)
     tau = np.asarray(tau, dtype=float)
     if not np.all(np.isfinite(tau)) or np.any(tau < 0) or np.any(tau > TAU_MAX):
-        raise ValueError(f"tau = q/V must be in [0, {TAU_MAX:g}] (the range of the hardmax T = {T} "
-                         f"table), got {tau!r}")
+        raise ValueError(f"the hardmax T = {T} output function is tabulated for q/V in [0, {TAU_MAX:g}] "
+                         f"(errors down to 1/{TAU_MAX:g} of the overlap), got {float(np.max(tau)):.4g}: "
+                         "at this sample complexity the error is below the table's range; lower alpha")
     x = 1.0 / np.sqrt(1.0 + tau)
     u = 2.0 * (x - _X_MIN) / (1.0 - _X_MIN) - 1.0
     out = np.polynomial.chebyshev.chebval(u, load_table()[T]) * x
