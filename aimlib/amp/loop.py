@@ -99,10 +99,10 @@ def iterate(p, rec, rules: StopRules):
             V, V_ons = _mix(V_new, V, p.damping), _mix(ons_new, V_ons, p.damping)
             m, m_new = _total(V), _total(V_new)
             g_prev, g_new = g_new, g_prev
+            _check_finite(p, S_hat, t, xp)
             if drift is None:
-                change, still = _change(p, S_hat, m, history, m_floor, tol, atol, t, xp)
+                change, still = _change(p, S_hat, m, history, m_floor, tol, atol, xp)
             else:
-                _check_finite(p, S_hat, t, xp)
                 change, still = drift.update(S_hat, m, p.d, rules, atol, xp)
             m_history.append(m.copy())
             rec.add(m=m, m_new=m_new, delta=per_layer(delta), change=change,
@@ -166,11 +166,10 @@ def stalled(m_history, resolution):
     return all(bool(np.all(mm < resolution)) for mm in m_history) and bool(np.all(last * STALL_FACTOR >= first))
 
 
-def _change(p, S_hat, m, history, m_floor, tol, atol, t, xp):
+def _change(p, S_hat, m, history, m_floor, tol, atol, xp):
     """``(change, still)``: the squared distance per ``d`` to the closest of the last iterates in units
     of ``m`` (max over layers; the trace's ``change``), and whether some past iterate is within
     ``tol * m + atol`` of the current one in every layer (the stopping rule ``'tol'``)."""
-    _check_finite(p, S_hat, t, xp)
     dist = [[float(xp.sum((S - o) ** 2)) / p.d for S, o in zip(S_hat, old)] for old in history]
     change = min((max(x / max(mm, m_floor, 1e-300) for x, mm in zip(row, m)) for row in dist), default=math.inf)
     still = any(all(x <= tol * mm + atol for x, mm in zip(row, m)) for row in dist)

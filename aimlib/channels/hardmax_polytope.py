@@ -44,6 +44,7 @@ from scipy import special
 
 from .. import _validate as v
 from ..backend import get_array_module, to_device, to_host
+from .base import sigma2
 from .polytope import Cone, sobol_points
 
 __all__ = ["patterns", "constraint_matrix", "pattern_cone", "pattern_index", "log_partition", "g_out",
@@ -122,9 +123,7 @@ def patterns(T: int) -> tuple:
 def pattern_cone(pattern: tuple, n_points: int = _INNER) -> Cone:
     """The :class:`~aimlib.channels.polytope.Cone` of one pattern (cached)."""
     T = len(pattern)
-    iu = np.triu_indices(T)
-    s2 = np.where(iu[0] == iu[1], 2.0, 1.0)
-    return Cone(constraint_matrix(pattern), s2, n_points)
+    return Cone(constraint_matrix(pattern), sigma2(T)[np.triu_indices(T)], n_points)
 
 
 def pattern_index(y) -> np.ndarray:
@@ -228,8 +227,7 @@ def _orbits(T: int):
 
 def _fisher_sum(T: int, omega, n_points: int):
     """``sum_c Z(c) 2 sum_{a<=b} Sigma_ab g_ab^2`` at ``V = 1`` for each row of ``omega`` (entries ``a <= b``)."""
-    iu = np.triu_indices(T)
-    w = 2.0 * np.where(iu[0] == iu[1], 2.0, 1.0)
+    w = 2.0 * sigma2(T)[np.triu_indices(T)]
     total = np.zeros(omega.shape[0])
     for p, size in _orbits(T):
         logp, g = pattern_cone(p, n_points).log_prob_and_grad(omega, 1.0)
