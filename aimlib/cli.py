@@ -21,6 +21,9 @@ Commands
 
         python -m aimlib amp --channel softmax --T 2 --rho 0.5 --alpha 0.1 --d 200 --seed 0
 
+    ``--scheduler local|tcp://host:8786 [--shards K]`` shards the samples over Dask
+    workers (:mod:`aimlib.amp.shards`).
+
 ``gd``
     Gradient descent (Adam) from ``--restarts`` random initialisations on the
     same data, CSV ``alpha,d,seed,restarts,mmse_single,mmse_averaged,seconds``
@@ -238,12 +241,20 @@ def _amp_arguments(p):
     p.add_argument("--tol", type=RANGES["tol"], default=None, help="stopping tolerance in (0, 1] (default: GAMP's)")
     p.add_argument("--tokens-storage", choices=list(STORAGES), default="store", action=_Once,
                    help="store (default) or regenerate: hold no tokens, redraw each chunk of samples in every pass")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="shard the samples over Dask workers: 'local' (a LocalCluster on this machine, TLS) "
+                        "or a scheduler address tcp://host:port (default: one process)")
+    p.add_argument("--shards", type=RANGES["positive_int"], default=None,
+                   help="runs of samples, one per worker by default (with --scheduler; 'local' starts this "
+                        "many workers, default 2)")
 
 
 def _amp_run(args) -> int:
     ch = _channel(args)
     check_samples(args)
-    given = {k: getattr(args, k) for k in ("damping", "tol") if getattr(args, k) is not None}
+    if args.shards is not None and args.scheduler is None:
+        raise UsageError("--shards needs --scheduler ('local' or tcp://host:port)")
+    given = {k: getattr(args, k) for k in ("damping", "tol", "scheduler", "shards") if getattr(args, k) is not None}
     tokens = token_law(args.tokens).with_storage(args.tokens_storage)
     row = aimlib.amp.run_amp(ch, args.T, _rho(args, ch), args.alpha, args.d, args.seed, backend=args.backend,
                              dtype=args.dtype, tokens=tokens, teachers=args.teachers, max_iter=args.max_iter,

@@ -14,15 +14,15 @@ that the command line can follow.
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
 import re
 
 from . import _validate as v
 from ._validate import RHO_RANGE
 from .channels.hardmax_polytope import THRESHOLD_MAX_T
-from .channels.registry import MAX_T
-from .gd.memory import memory_estimate
-from .model import teacher_width
+from .channels.registry import t_limit
+from .rmt.spectrum import teacher_width
 from .tokens import parse_token_law
 
 __all__ = ["Parser", "Once", "OnceFlag", "Number", "check_numbers", "RANGES", "token_law_type", "check_channel",
@@ -201,10 +201,8 @@ def check_channel(args, command: str) -> None:
     if ch == "hardmax" and args.noise:
         raise ValueError(f"--noise {_g(args.noise)}: --channel hardmax has no Bayes side with label noise; "
                          f"{command} needs --noise 0 (or no --noise) with the hardmax")
-    if ch in MAX_T and args.T > MAX_T[ch][0]:
-        top, why = MAX_T[ch]
-        limit = "T = 2" if top == 2 else f"T <= {top}"
-        raise ValueError(f"--T: --channel {ch} is available for {limit} only ({why}), got --T {args.T}")
+    if t_limit(ch, args.T):
+        raise ValueError(f"--T: {t_limit(ch, args.T)}, got --T {args.T}")
     if ch == "softmax" and args.noise and args.T != 2:
         raise ValueError(f"--T: --channel softmax with --noise is available for T = 2 only, got --T {args.T}; "
                          "without --noise every T >= 2 is solvable")
@@ -244,6 +242,7 @@ def check_gd(args) -> None:
     _rho_floor([rho])
     n = v.requested_samples(args.alpha, d)
     sizes = dict(restarts=args.restarts, n=n, d=d, T=args.T, **({} if args.rank is None else {"rank": args.rank}))
+    memory_estimate = importlib.import_module("aimlib.gd.memory").memory_estimate   # `se` never loads gd
 
     def need(restarts, n, d, T, rank=None):  # the default width follows d
         rank = rank or (d if args.student == "direct" else teacher_width(d, rho))

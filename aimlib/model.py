@@ -26,7 +26,7 @@ from . import _validate as v
 from .backend import get_array_module, module_named, to_common, to_device, to_host
 from .channels import Channel
 from .priors import Wishart, make_prior, make_priors, teacher_width
-from .tokens import TOKEN_CHUNK, TokenStream, token_law, token_stream
+from .tokens import TOKEN_CHUNK, TokenStream, draw_threads, token_law, token_stream
 
 __all__ = ["teacher_width", "sample_teacher", "sample_tokens", "attention_indices", "index_chunk_size",
            "streamed_indices", "widths", "n_samples", "dataset_bytes", "Dataset", "estimation_error", "sample_dataset", "index_covariance", "index_excess_kurtosis"]
@@ -190,14 +190,15 @@ def attention_indices(X, S, *, symmetric: bool = True, chunk_size: int | None = 
 
 
 def streamed_indices(X: TokenStream, S, *, symmetric: bool = True, memory_mb: float = v.MEMORY_MB):
-    """:func:`attention_indices` of regenerated tokens, one chunk of the stream at a time.
+    """:func:`attention_indices` of regenerated tokens, a few chunks of the stream at a time (one read).
 
     Equal to ``attention_indices(X.materialise(), S, ...)`` up to rounding, without holding the tokens.
     """
     if not isinstance(X, TokenStream):
         raise TypeError(f"X must be an aimlib.tokens.TokenStream, got {type(X).__name__}")
-    parts = [attention_indices(X[s:s + X.chunk], S, symmetric=symmetric, memory_mb=memory_mb)
-             for s in range(0, X.n, X.chunk)]
+    step = X.chunk * draw_threads()     # one read draws that many chunks at once
+    parts = [attention_indices(X[s:s + step], S, symmetric=symmetric, memory_mb=memory_mb)
+             for s in range(0, X.n, step)]
     return parts[0] if len(parts) == 1 else get_array_module(parts[0]).concatenate(parts)
 
 
@@ -229,12 +230,12 @@ def dataset_bytes(n: int, d: int, T: int, rhos=(1.0,), itemsize: int = 8, *, sto
 
     ``rhos`` holds one width ratio (the Wishart prior) or prior per teacher; a
     teacher's draws are :meth:`aimlib.priors.base.Prior.draw_numbers`.  Tokens that
-    are not stored (``stored_tokens=False``) take one chunk of :data:`~aimlib.tokens.TOKEN_CHUNK`
-    samples at a time.
+    are not stored (``stored_tokens=False``) take one read of :func:`~aimlib.tokens.draw_threads`
+    chunks of :data:`~aimlib.tokens.TOKEN_CHUNK` samples at a time.
     """
     L = len(rhos)
     draws = sum(make_prior(r).draw_numbers(d) for r in rhos)
-    held = n if stored_tokens else min(n, TOKEN_CHUNK)
+    held = n if stored_tokens else min(n, TOKEN_CHUNK * draw_threads())
     return itemsize * (held * T * d + 2 * n * L * T * T + L * d * d) + 8 * (held * T * d + draws + L * d * d)
 
 

@@ -26,7 +26,8 @@ regenerates them whenever they are read (``storage: regenerate``): a
 its own counter-based generator, NumPy's ``Philox`` keyed by ``SeedSequence(key,
 spawn_key=(k,))``, so a chunk is the same whenever and in whatever order it is
 read, one pass over the data costs the draws again, and the memory is that of a
-chunk, ``O(TOKEN_CHUNK T d)``, whatever ``n``.  :meth:`TokenStream.materialise`
+chunk, ``O(TOKEN_CHUNK T d)``, whatever ``n``.  A read of several chunks draws them
+on several host threads (:func:`draw_threads`).  :meth:`TokenStream.materialise`
 stores the same draws.  The draws are made on the host and moved to the
 stream's array module, so NumPy and CuPy read the same tokens.
 """
@@ -34,16 +35,18 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, replace
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
 
 from . import _validate as v
-from .backend import to_device
+from .backend import backend_name, module_named, to_device
 
-__all__ = ["LAWS", "STORAGES", "TOKEN_CHUNK", "TokenLaw", "TokenStream", "token_law", "token_stream",
-           "toeplitz_covariance", "covariance_sqrt"]
+__all__ = ["LAWS", "STORAGES", "TOKEN_CHUNK", "TokenLaw", "TokenStream", "draw_threads", "token_law",
+           "token_stream", "toeplitz_covariance", "covariance_sqrt"]
 
 #: law -> its parameters with their defaults
 LAWS = {"gaussian": {}, "rademacher": {}, "uniform": {}, "sparse": {"p": 0.1},
@@ -247,7 +250,8 @@ class TokenStream:
     (``X[s:s + c]``, an array of :attr:`xp`); chunk ``k`` (samples ``k chunk`` to
     ``(k + 1) chunk``) is ``law.sample`` from ``Generator(Philox(SeedSequence(key,
     spawn_key=(k,))))``.  Nothing is held but the law, the key and the covariance root
-    of a ``correlated`` law.  Made by :func:`token_stream`.
+    of a ``correlated`` law.  Made by :func:`token_stream`; :meth:`window` is a run of its
+    chunks as a stream of its own (chunk ``first + k`` of the parent), for a shard of the samples.
     """
 
     law: TokenLaw
@@ -259,6 +263,7 @@ class TokenStream:
     xp: Any = np
     chunk: int = TOKEN_CHUNK
     root: Any = None
+    first: int = 0
 
     @property
     def shape(self) -> tuple:
@@ -280,9 +285,20 @@ class TokenStream:
     def block(self, k: int):
         """Chunk ``k``: the tokens of samples ``k chunk`` to ``min((k + 1) chunk, n)``."""
         rows = min(self.chunk, self.n - k * self.chunk)
-        rng = np.random.Generator(np.random.Philox(np.random.SeedSequence(list(self.key), spawn_key=(k,))))
+        seq = np.random.SeedSequence(list(self.key), spawn_key=(self.first + k,))
+        rng = np.random.Generator(np.random.Philox(seq))
         X = self.law.sample(rng, (rows, self.T, self.d), self.root).astype(self.dtype, copy=False)
         return to_device(X, self.xp)
+
+    def blocks(self, ks) -> list:
+        """Chunks ``ks``, drawn on up to :func:`draw_threads` host threads at once (each chunk is a
+        function of its index alone, so the threads change the time, never the draws)."""
+        ks = list(ks)
+        threads = min(len(ks), draw_threads())
+        if threads <= 1:
+            return [self.block(k) for k in ks]
+        with ThreadPoolExecutor(threads) as pool:
+            return list(pool.map(self.block, ks))
 
     def __getitem__(self, key):
         if not isinstance(key, slice) or key.step not in (None, 1):
@@ -292,14 +308,43 @@ class TokenStream:
         if start == stop:
             return self.xp.zeros((0, self.T, self.d), dtype=self.dtype)
         first, last = start // self.chunk, (stop - 1) // self.chunk
-        parts = [self.block(k) for k in range(first, last + 1)]
+        parts = self.blocks(range(first, last + 1))
         X = parts[0] if len(parts) == 1 else self.xp.concatenate(parts)
         offset = first * self.chunk
         return X[start - offset:stop - offset]
 
+    def window(self, start: int, stop: int) -> "TokenStream":
+        """Samples ``start`` to ``stop`` as a stream of their own: the same draws, read from 0.
+
+        ``start`` must be a multiple of :attr:`chunk` (a window is a run of whole chunks).
+        """
+        start = v.integer("start", start, minimum=0)
+        stop = v.integer("stop", stop, minimum=start + 1)
+        if start % self.chunk or stop > self.n:
+            raise ValueError(f"a window of the stream starts at a multiple of its chunk ({self.chunk}) and "
+                             f"ends by n={self.n}, got start={start}, stop={stop}")
+        return replace(self, n=stop - start, first=self.first + start // self.chunk)
+
+    def __reduce__(self):
+        """Pickled with its array module by name (a shard of it goes to another process)."""
+        state = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "xp"}
+        return _unpickle_stream, (state, backend_name(self.xp))
+
     def materialise(self):
         """All ``n`` samples as one array: the stored data set of the same draws."""
         return self[0:self.n]
+
+
+def draw_threads() -> int:
+    """Host threads that draw the chunks of one read of a :class:`TokenStream`: ``OMP_NUM_THREADS``
+    when set (the sweeps' workers set it to their BLAS threads), else the machine's cores."""
+    given = os.environ.get("OMP_NUM_THREADS", "")
+    return max(1, int(given)) if given.isdigit() else (os.cpu_count() or 1)
+
+
+def _unpickle_stream(state: dict, backend: str) -> TokenStream:
+    """The :class:`TokenStream` of :meth:`TokenStream.__reduce__`."""
+    return TokenStream(**state, xp=module_named(backend))
 
 
 def token_stream(n: int, T: int, d: int, rng, tokens=None, *, xp=np, dtype=np.float64) -> TokenStream:

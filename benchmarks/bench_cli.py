@@ -1,17 +1,21 @@
 """Benchmark: the command line from process start to the last row (one core).
 
-Times, as fresh processes, ``import aimlib``, one state-evolution point
-(``python -m aimlib se --channel softmax --T 2 --rho 0.5 --alpha 0.1``) and a
-256-point softmax curve (the same command with ``--alpha`` at 256 points of
-``[1e-4, 0.2]``): wall time (process start included) and the processor time of
-the process, which a busy machine inflates less.  Beside them stand the figures
-measured on this machine before ``import aimlib`` stopped loading every
-subpackage (and with them ``scipy.stats``) and before the points of a
-closed-form curve shared their prior-MMSE evaluations: 1.4 s for the point
-(1.05 s of it ``import aimlib``) and 2.0 s for the curve.  With ``--before DIR``
-(a folder holding the package ``aimlib`` as it was, e.g. ``git archive <commit>
-aimlib | tar -x -C DIR``) the old commands are also timed, alternating with the
-new ones, so both see the same load.
+Times, as fresh processes, the interpreter alone, ``import numpy`` and ``import
+scipy.special`` (the floor under any command that needs them), ``import aimlib``,
+one state-evolution point (``python -m aimlib se --channel softmax --T 2 --rho 0.5
+--alpha 0.1``) and a 256-point softmax curve (the same command with ``--alpha`` at
+256 points of ``[1e-4, 0.2]``): wall time (process start included) and the
+processor time of the process, which a busy machine inflates less.  Beside them
+stand the figures measured on this machine before ``import aimlib`` stopped loading
+every subpackage (and with them ``scipy.stats``) and before the points of a
+closed-form curve shared their prior-MMSE evaluations: 1.4 s for the point (1.05 s
+of it ``import aimlib``) and 2.0 s for the curve; and the rows of the record this
+run replaces (``previous``: the date, load and timings of every earlier record, newest
+first, carried from record to record).
+With ``--before DIR`` (a folder holding the package ``aimlib`` as it was, e.g.
+``git archive <commit> aimlib | tar -x -C DIR``) the old commands are also timed,
+alternating with the new ones, so both see the same load, and their rows must
+agree with the new ones.
 Prints a table and writes ``benchmarks/results/cli.json``.
 
 Run: ``.venv/bin/python benchmarks/bench_cli.py [--repeat 7] [--before DIR]``
@@ -19,6 +23,7 @@ Run: ``.venv/bin/python benchmarks/bench_cli.py [--repeat 7] [--before DIR]``
 from __future__ import annotations
 
 import argparse
+import json
 import resource
 import statistics
 import subprocess
@@ -26,14 +31,15 @@ import sys
 import time
 from pathlib import Path
 
-from _common import set_blas_threads, write_record
+from _common import RESULTS, set_blas_threads, write_record
 
 set_blas_threads(1)  # before NumPy is imported, here and in the timed processes
 
 ROOT = Path(__file__).resolve().parents[1]
 SE = ["-m", "aimlib", "se", "--channel", "softmax", "--T", "2", "--rho", "0.5"]
 CURVE = [f"{a:.6g}" for a in (1e-4 + (0.2 - 1e-4) * i / 255 for i in range(256))]
-CASES = {"python (no import)": ["-c", "pass"], "import aimlib": ["-c", "import aimlib"],
+CASES = {"python (no import)": ["-c", "pass"], "import numpy": ["-c", "import numpy"],
+         "import scipy.special": ["-c", "import scipy.special"], "import aimlib": ["-c", "import aimlib"],
          "se, one point": [*SE, "--alpha", "0.1"], "se, 256 points": [*SE, "--alpha", *CURVE]}
 #: seconds measured on this machine before the change (wall, process start included)
 QUOTED = {"import aimlib": 1.05, "se, one point": 1.4, "se, 256 points": 2.0}
@@ -67,12 +73,43 @@ def summary(samples) -> dict:
             "cpu_median_s": statistics.median(cpus)}
 
 
+def previous_records() -> list:
+    """The date, load and timings of the record this run replaces, then of those it kept, newest first."""
+    path = RESULTS / "cli.json"
+    if not path.exists():
+        return []
+    old = json.loads(path.read_text())
+    keep = ("case", "best_s", "median_s", "cpu_best_s", "cpu_median_s")
+    return [{"date": old["date"], "load_average": old["load_average"],
+             "results": [{k: r[k] for k in keep} for r in old["results"]]}, *old.get("previous", [])]
+
+
+def print_table(rows, repeat, before, previous) -> None:
+    """The timings: best and median of the new tree, the old one (``--before``), the last record (``previous``)."""
+    print(f"fresh processes, one thread, {repeat} each; wall (processor) seconds, best and median")
+    old = {r["case"]: r for r in previous["results"]} if previous else {}
+    head = [f"{'best':>14s}", f"{'median':>14s}"] + [f"{'before ' + k:>14s}" for k in ("best", "median") if before]
+    print(f"{'case':20s} " + " ".join(head) + f" {'previous':>14s} {'quoted':>7s} {'target':>7s}")
+    for r in rows:
+        runs = [r] + ([r["before"]] if before else [])
+        cells = [f"{x[k]:6.3f} ({x['cpu_' + k]:5.3f})" for x in runs for k in ("best_s", "median_s")]
+        p = old.get(r["case"])
+        cells.append(f"{p['best_s']:6.3f} ({p['cpu_best_s']:5.3f})" if p else "")
+        tail = ["" if r[k] is None else f"{r[k]:.2f}" for k in ("quoted_before_s", "target_s")]
+        print(f"{r['case']:20s} " + " ".join(f"{c:>14s}" for c in cells) + " " + " ".join(f"{c:>7s}" for c in tail))
+    if previous:
+        print(f"previous: the record of {previous['date']} (load {previous['load_average'][0]:.1f})")
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--repeat", type=int, default=7, help="processes per command (default: 7)")
     p.add_argument("--before", default=None, help="a folder holding the package aimlib before the change")
+    p.add_argument("--before-label", default=None, help="what that folder holds, for the record (e.g. a commit)")
     args = p.parse_args(argv)
     trees = {"now": ROOT} | ({"before": Path(args.before).resolve()} if args.before else {})
+    history = previous_records()
+    previous = history[0] if history else None
     rows = []
     for case, argv_ in CASES.items():
         samples = {name: [] for name in trees}
@@ -87,19 +124,9 @@ def main(argv=None):
         if "before" in samples:
             row["before"] = summary(samples["before"])
         rows.append(row)
-    print(f"fresh processes, one thread, {args.repeat} each; wall (processor) seconds, best and median")
-    head = f"{'case':20s} {'best':>14s} {'median':>14s}"
-    print(head + (f" {'before best':>14s} {'before median':>14s}" if args.before else "")
-          + f" {'quoted':>7s} {'target':>7s}")
-    for r in rows:
-        cells = [f"{r['best_s']:6.3f} ({r['cpu_best_s']:5.3f})", f"{r['median_s']:6.3f} ({r['cpu_median_s']:5.3f})"]
-        if args.before:
-            b = r["before"]
-            cells += [f"{b['best_s']:6.3f} ({b['cpu_best_s']:5.3f})", f"{b['median_s']:6.3f} ({b['cpu_median_s']:5.3f})"]
-        cells += ["" if r[k] is None else f"{r[k]:.2f}" for k in ("quoted_before_s", "target_s")]
-        print(f"{r['case']:20s} " + " ".join(f"{c:>14s}" for c in cells[:-2]) + " " +
-              " ".join(f"{c:>7s}" for c in cells[-2:]))
-    write_record("cli", {"repeat": args.repeat, "before_tree": args.before, "results": rows})
+    print_table(rows, args.repeat, args.before, previous)
+    write_record("cli", {"repeat": args.repeat, "before": args.before_label or args.before, "results": rows,
+                         "previous": history})
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ import numpy as np
 
 from aimlib import _validate as v
 from aimlib.amp import gamp_rie
-from aimlib.amp.gamp import make_problem
+from aimlib.amp.problem import make_problem
 from aimlib.amp.steps import channel_step, prior_step
 from aimlib.channels import make_channel, sigma2
 from aimlib.channels.hardmax import fisher, g_out

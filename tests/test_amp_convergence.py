@@ -221,3 +221,17 @@ def test_drift_reaches_the_limit_where_the_step_rule_stops_early():
 def test_bad_stop_rule_is_named():
     with pytest.raises(ValueError, match="stop must be one of"):
         _run(d=20, stop="steps")
+
+
+def test_sweeps_take_the_stopping_rule_and_key_the_default_as_before():
+    from aimlib import sweep
+    spec = {"method": "amp", "channel": "hardmax", "T": 2, "rho": 0.5, "alpha": 1.0, "d": 20, "seeds": [0]}
+    plain = sweep.expand(dict(spec))
+    runs = sweep.expand(dict(spec, options={"amp": {"stop": ["estimate", "drift"]}}))
+    assert len(runs) == 2 and runs[0].key == plain[0].key       # 'estimate' is the run without the option
+    drift = next(r for r in runs if ("stop", "drift") in r.options)
+    row = sweep.execute(drift)
+    alone = amp.run_amp("hardmax", 2, 0.5, 1.0, 20, seed=0, stop="drift")
+    assert row["mmse"] == pytest.approx(alone["mmse"], abs=1e-12) and row["iterations"] == alone["iterations"]
+    with pytest.raises(sweep.SpecError, match="stop"):
+        sweep.expand(dict(spec, options={"amp": {"stop": "steps"}}))

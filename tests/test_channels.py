@@ -103,6 +103,6 @@ def test_one_k_per_channel():
 
 def test_registry_lists_every_channel_once():
     assert set(registry.PARAMETERS) == set(registry.CHANNELS)
-    assert set(registry.T2_ONLY) <= set(registry.CHANNELS)
+    assert set(registry.MAX_T) <= set(registry.CHANNELS)
     for name in registry.CHANNELS:
         assert isinstance(channels.make_channel(name), registry.CHANNELS[name])

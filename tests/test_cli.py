@@ -203,21 +203,24 @@ def test_channel_choices_are_the_registry():
 
 
 def test_import_and_se_load_only_what_they_use():
-    """`import aimlib` loads no subpackage (scipy.stats costs a quarter second); `se` loads no amp, sweep,
-    convex or untied code and no scipy.stats (the channels' Sobol points load it when first drawn)."""
+    """`import aimlib` loads no subpackage (scipy.stats costs a quarter second); `se` loads no amp, gd, sweep,
+    convex or untied code and none of scipy.stats (the channels' Sobol points load it when first drawn),
+    scipy.integrate (the generic output free entropy), scipy.interpolate (the untied prior's MMSE table)
+    or scipy.optimize, each a tenth of a second or more."""
     code = ("import sys, contextlib, io, aimlib\n"
             "print(sorted(m for m in sys.modules if m.startswith(('aimlib.', 'scipy'))))\n"
             "from aimlib import cli\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
-            "    assert cli.main(['se', '--alpha', '0.1']) == 0\n"
-            "print(sorted(m for m in sys.modules if m.startswith(('aimlib.', 'scipy.stats'))))\n")
+            "    assert cli.main(['se', '--alpha', '0.1', '0.2']) == 0\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('aimlib.', 'scipy.'))))\n")
     p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     after_import, after_se = (ast.literal_eval(line) for line in p.stdout.splitlines())
     assert after_import == ["aimlib.errors"]
-    assert "aimlib.state_evolution.solve" in after_se and not any(
-        m.startswith(("scipy.stats", "aimlib.amp", "aimlib.sweep", "aimlib.convex", "aimlib.untied"))
-        for m in after_se)
+    heavy = ("scipy.special", "scipy.stats", "scipy.integrate", "scipy.interpolate", "scipy.optimize",
+             "aimlib.amp", "aimlib.gd", "aimlib.sweep", "aimlib.convex", "aimlib.untied")
+    assert "aimlib.state_evolution.solve" in after_se
+    assert not [m for m in after_se if m.startswith(heavy)]
 
 
 def test_amp_tokens_storage():

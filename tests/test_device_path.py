@@ -348,7 +348,7 @@ def test_cli_on_the_device(strict_cupy, capsys, argv):
 
 
 def test_gpu_benchmarks_on_the_device(strict_cupy, tmp_path, monkeypatch):
-    """The two benchmarks that ``benchmarks/gpu.sh`` runs with ``--backend cupy``, at a tiny size."""
+    """The two benchmarks that ``benchmarks/gpu.sh`` runs with ``--backend cupy`` (``GPU_EXTRA=1``), at a tiny size."""
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     import bench_amp_scaling
     import bench_gd

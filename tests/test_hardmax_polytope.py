@@ -97,6 +97,18 @@ def test_cone_probability_in_closed_form():
                                   -mills / stats.norm.cdf(-z), mills / stats.norm.cdf(-z)], rel=1e-6)
 
 
+def test_a_batch_gives_each_row_its_own_result():
+    # rows of one batch take different leading orders (each its own factor) and blocks:
+    # the batch must give what each row gives alone, to rounding
+    omega, y = _data(3, 40, 2.0, 0.3, 4)
+    V = np.linspace(0.2, 1.0, 40)
+    lp, g = hp.log_partition(y, omega, V), hp.g_out(y, omega, V)
+    one = [(hp.log_partition(y[i:i + 1], omega[i:i + 1], V[i]), hp.g_out(y[i:i + 1], omega[i:i + 1], V[i]))
+           for i in range(0, 40, 7)]
+    np.testing.assert_allclose(lp[::7], [a[0] for a, _ in one], rtol=1e-12)
+    np.testing.assert_allclose(g[::7], [b[0] for _, b in one], rtol=1e-10, atol=1e-12)
+
+
 def test_impossible_output_and_T_range_are_refused():
     y = np.eye(3)[[1, 2, 0]][None]
     assert hp.log_partition(y, np.zeros((1, 3, 3)), 1.0)[0] == -np.inf

@@ -98,7 +98,8 @@ def cli_run(*args, **kw):
     ({"options": [1, 2]}, "options", "mapping"),
     ({"method": "gd", "d": 20, "channel": "hardmax"}, "channel", "softmax"),
     ({"method": "gd", "d": 20, "noise": 0.1}, "noise", "must be 0"),
-    ({"channel": "hardmax", "T": 3}, "T", "T = 2"),
+    ({"channel": "hardmax", "T": 4}, "T", "T <= 3 only"),
+    ({"channel": "hardmax", "T": [2, 3, 4]}, "T", "got T = 4"),
     # state-evolution options that the solver of some run would not use, or a solver it lacks
     ({"options": {"se": {"max_iter": 100}}}, "options.se.max_iter", "closed-form solver"),
     ({"channel": "linear", "options": {"se": {"damping": 0.5}}}, "options.se.damping",
@@ -119,6 +120,12 @@ def test_spec_errors_name_the_field(changes, field, words):
     assert f"spec field {field!r}" in msg
     assert words in msg
     assert "\n" not in msg
+
+
+def test_hardmax_specs_reach_three_tokens():
+    # the one list of each channel's largest T (aimlib.channels.registry.MAX_T)
+    spec = SweepSpec.from_dict(spec_with(channel="hardmax", T=[2, 3], method=["se", "amp"], d=20))
+    assert spec.T == (2, 3)
 
 
 def test_rho_inf_is_the_gaussian_prior_of_se():

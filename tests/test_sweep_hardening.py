@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from aimlib import cli, sweep
-from aimlib.sweep import SpecError, load_spec, read_results, run_sweep, schedulers
+from aimlib import cli, cluster as cluster_module, sweep
+from aimlib.sweep import SpecError, load_spec, read_results, run_sweep
 from aimlib.sweep.store import COLUMNS
 
 BASE = {"method": "se", "T": 2, "rho": 0.5, "alpha": [0.05, 0.1]}
@@ -37,7 +37,7 @@ def test_the_local_cluster_is_private_and_a_sweep_runs_on_it(tmp_path, monkeypat
     pytest.importorskip("distributed")
     pytest.importorskip("cryptography")
     seen = {}
-    start = schedulers._local_cluster
+    start = cluster_module.local_cluster
 
     def probed(*args):
         cluster, security = start(*args)
@@ -61,7 +61,7 @@ def test_the_local_cluster_is_private_and_a_sweep_runs_on_it(tmp_path, monkeypat
             seen.setdefault("refused", []).append(time.perf_counter() - t0)
         return cluster, security
 
-    monkeypatch.setattr(schedulers, "_local_cluster", probed)
+    monkeypatch.setattr(cluster_module, "local_cluster", probed)
     rep = run_sweep(BASE, tmp_path / "r.csv", scheduler="local", workers=1, progress=False)
     assert rep.complete and rep.n_computed == 2 and not rep.failures
     assert seen["addresses"] and all(a.startswith("tls://127.0.0.1:") for a in seen["addresses"])
@@ -73,7 +73,7 @@ def test_the_local_cluster_is_private_and_a_sweep_runs_on_it(tmp_path, monkeypat
 
 def test_an_unreachable_scheduler_changes_no_file(tmp_path, monkeypatch):
     pytest.importorskip("distributed")
-    monkeypatch.setattr(schedulers, "CONNECT_TIMEOUT", "1s")
+    monkeypatch.setattr(cluster_module, "CONNECT_TIMEOUT", "1s")
     out = tmp_path / "r.csv"
     with pytest.raises(ValueError, match="scheduler: cannot connect to 'tcp://127.0.0.1:9'"):
         run_sweep(BASE, out, scheduler="tcp://127.0.0.1:9", progress=False)

@@ -9,7 +9,7 @@ from aimlib.amp import gamp_rie, run_amp
 from aimlib.backend import to_host
 from aimlib.channels import make_channel
 from aimlib.sweep.fields import SpecError
-from aimlib.tokens import TOKEN_CHUNK, TokenStream, token_law, token_stream
+from aimlib.tokens import TOKEN_CHUNK, TokenStream, draw_threads, token_law, token_stream
 
 REGENERATE = {"name": "gaussian", "storage": "regenerate"}
 
@@ -109,3 +109,16 @@ def test_run_amp_and_sweeps_regenerate():
     assert sweep.execute(regen)["mmse"] == pytest.approx(row["mmse"], abs=1e-12)
     with pytest.raises(SpecError, match="tokens.storage"):
         sweep.expand(dict(spec, tokens=REGENERATE))
+
+
+def test_a_read_of_several_chunks_draws_them_on_threads_and_the_same_numbers(monkeypatch):
+    X = token_stream(5 * TOKEN_CHUNK + 3, 2, 7, np.random.default_rng(9))
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert draw_threads() == 1
+    one = X.materialise()
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert draw_threads() == 3
+    assert np.array_equal(X.materialise(), one)
+    assert np.array_equal(X[TOKEN_CHUNK - 1:4 * TOKEN_CHUNK + 1], one[TOKEN_CHUNK - 1:4 * TOKEN_CHUNK + 1])
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    assert draw_threads() >= 1

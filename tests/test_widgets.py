@@ -18,7 +18,7 @@ pytest.importorskip("ipywidgets")
 pytest.importorskip("matplotlib")
 
 from aimlib import rmt  # noqa: E402
-from aimlib.channels import CHANNELS, hardmax  # noqa: E402
+from aimlib.channels import CHANNELS, hardmax, hardmax_polytope  # noqa: E402
 from aimlib import state_evolution as se  # noqa: E402
 from aimlib import widgets as aw  # noqa: E402
 
@@ -117,10 +117,21 @@ def test_se_panel_bad_text_gives_a_message(name, value, words):
     assert p.error == "" and p.message.value == ""
 
 
-def test_se_panel_hardmax_needs_two_tokens():
-    p = aw.se_panel(T=3)
+def test_se_panel_hardmax_three_tokens():
+    p = aw.se_panel(T=3, alpha_range="0.01, 10")
     p.controls["channel"].value = "hardmax"
-    assert "T = 2" in _readable(p)
+    assert p.error == "", p.error
+    data = p.last_data
+    rho = data["params"]["rho"]
+    assert data["alpha_wr"] == pytest.approx(rho * hardmax_polytope.weak_recovery_threshold(3))
+    # the table of F_out ends where E_S < 1e-3 of the overlap: the curve is NaN from there on
+    ok = np.isfinite(data["mmse"])
+    assert ok[0] and not ok[-1] and np.all(ok[:ok.sum()])
+    pick = [0, ok.sum() // 2, ok.sum() - 1]
+    direct = [se.solve(float(a), "hardmax", T=3, rho=rho).mmse for a in data["alpha"][pick]]
+    np.testing.assert_allclose(data["mmse"][pick], direct, atol=1e-5)
+    p.controls["T"].value = 4
+    assert "T <= 3" in _readable(p)
 
 
 def test_out_of_range_values_give_a_message():
@@ -284,9 +295,11 @@ def test_amp_panel_runs_on_click():
     assert p.runs == [] and p.last_data["last_run"] is None
     p.controls["channel"].value = "hardmax"
     p.controls["T"].value = 3
-    assert "T = 2" in _readable(p)
+    assert p.error == "", p.error
+    p.controls["T"].value = 4
+    assert "T <= 3" in _readable(p)
     p.controls["run"].click()
-    assert "T = 2" in _readable(p) and p.runs == []
+    assert "T <= 3" in _readable(p) and p.runs == []
 
 
 def test_playground_collects_the_panels():

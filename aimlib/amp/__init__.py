@@ -13,8 +13,9 @@ A channel that reads ``L`` index matrices gets one denoiser per matrix; a square
 
 Modules: :mod:`~.steps` (the channel step of symmetric priors, the prior step),
 :mod:`~.square_step` (the channel step of square priors), :mod:`~.loop` (the
-iteration and its stopping rules), :mod:`~.gamp` (:func:`gamp_rie`: inputs, final
-check, result), :mod:`~.run` (sampling and running, the cost model).
+iteration and its stopping rules), :mod:`~.problem` (the validated inputs),
+:mod:`~.gamp` (:func:`gamp_rie`: final check, result), :mod:`~.shards` (the samples sharded over Dask workers),
+:mod:`~.run` (sampling and running, the cost model).
 """
 from .gamp import AMPResult, gamp_rie
 from .run import flops_per_iteration, memory_footprint, run_amp

@@ -1,6 +1,7 @@
 """GAMP-RIE: the iteration loop, its stopping rules and its result (steps in :mod:`aimlib.amp.steps`)."""
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from dataclasses import dataclass, field
@@ -8,13 +9,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _validate as v
-from ..backend import float_dtype, get_array_module, to_device, to_host
+from ..backend import to_host
 from ..channels import Channel
 from ..errors import ConvergenceError, check_on_max_iter, max_iter_reached
-from ..priors import make_priors
-from ..tokens import TokenStream
 from .loop import STOPS, StopRules, iterate, layer_errors, pack_layers
-from .steps import chunk_size_for
+from .problem import Problem, make_problem
+from .shards import sharded
 
 __all__ = ["AMPResult", "Problem", "make_problem", "gamp_rie"]
 
@@ -65,82 +65,6 @@ class AMPResult:
     trace: dict | None = None
     seconds: float = 0.0
     options: dict = field(default_factory=dict)
-
-
-@dataclass
-class Problem:
-    """The validated inputs of one GAMP-RIE run, on one device.
-
-    ``X`` is an array ``(n, T, d)`` or a :class:`~aimlib.tokens.TokenStream` (regenerated tokens,
-    read ``X[s:s + chunk_size]`` in chunks aligned with the stream's).
-    """
-
-    xp: object
-    X: object
-    y: object
-    S: list | None
-    init: list | None
-    channel: Channel
-    priors: tuple
-    dtype: np.dtype
-    n: int
-    T: int
-    d: int
-    chunk_size: int
-    damping: float
-    damp_g: bool
-    damp_S: bool
-
-
-def _teachers(name, S, priors, d, xp, dt):
-    """``S`` (``(d, d)`` or ``(L, d, d)``) as a list of ``L`` device matrices (symmetric where the prior is), or None."""
-    if S is None:
-        return None
-    S = v.finite_array(name, S)
-    L = len(priors)
-    want = (d, d) if L == 1 else (L, d, d)
-    if tuple(S.shape) != want:
-        raise ValueError(f"{name} must have shape {want} to match X, got {tuple(S.shape)}")
-    mats = [S] if L == 1 else [S[i] for i in range(L)]
-    return [to_device(v.symmetric_matrix(name, M) if prior.symmetric else M, xp).astype(dt)
-            for M, prior in zip(mats, priors)]
-
-
-def make_problem(X, y, channel, rho, S, init, dtype, chunk_size, memory_mb, damping, damp) -> Problem:
-    """The validated :class:`Problem` that :func:`gamp_rie` iterates on (its arguments, checked and
-    moved to one array module); :func:`~aimlib.amp.steps.channel_step` and
-    :func:`~aimlib.amp.steps.prior_step` take it, for a loop of one's own."""
-    if not isinstance(channel, Channel):
-        raise TypeError(f"channel must be an aimlib.channels.Channel, got {type(channel).__name__}")
-    streamed = isinstance(X, TokenStream)
-    X = X if streamed else v.finite_array("X", X, ndim=3)
-    n, T, d = X.shape
-    if n < 1 or T < 2 or d < 2:
-        raise ValueError(f"X must have shape (n, T, d) with n >= 1, T >= 2, d >= 2, got {tuple(X.shape)}")
-    L = channel.n_indices
-    y = v.finite_array("y", y)
-    if tuple(y.shape[:1]) != (n,):
-        raise ValueError(f"y must hold one output per sample of X (n={n}), got shape {tuple(y.shape)}")
-    if L == 1 and tuple(y.shape) != (n, T, T):
-        raise ValueError(f"y must have shape {(n, T, T)} to match X, got {tuple(y.shape)}")
-    priors = make_priors(channel, rho)
-    damping = v.in_range("damping", damping, 0.0, 1.0)
-    if damping >= 1.0:
-        raise ValueError(f"damping must be in [0, 1), got {damping!r}")
-    v.choice("damp", damp, {"state", "messages", "both"})
-    dt = float_dtype(dtype, X.dtype if X.dtype in (np.float32, np.float64) else np.float64)
-    if streamed:    # whole chunks of the stream, each drawn once per pass; by default one at a time
-        chunk_size = X.chunk if chunk_size is None else v.integer("chunk_size", chunk_size, minimum=1)
-        chunk_size = max(X.chunk, chunk_size - chunk_size % X.chunk)
-    elif chunk_size is None:
-        chunk_size = chunk_size_for(T, d, dt.itemsize, v.positive("memory_mb", memory_mb))
-    chunk_size = min(v.integer("chunk_size", chunk_size, minimum=1), n)
-    xp = get_array_module(X.xp.zeros(0) if streamed else X, y, S, init)
-    X = X.on(xp, dt) if streamed else to_device(X, xp).astype(dt, copy=False)
-    return Problem(xp=xp, X=X, y=to_device(y, xp).astype(dt, copy=False),
-                   S=_teachers("S", S, priors, d, xp, dt), init=_teachers("init", init, priors, d, xp, dt),
-                   channel=channel, priors=priors, dtype=dt, n=n, T=T, d=d, chunk_size=chunk_size,
-                   damping=damping, damp_g=damp in ("messages", "both"), damp_S=damp in ("state", "both"))
 
 
 class _Recorder:
@@ -223,7 +147,8 @@ def gamp_rie(X, y, channel: Channel, rho, *, S=None, damping: float = 0.5, max_i
              tol: float = 1e-4, lookback: int = 10, min_iter: int = 3, chunk_size: int | None = None,
              memory_mb: float = 64.0, trace: bool = False, init=None, m_floor: float | None = None,
              on_max_iter: str = "raise", dtype=None, damp: str = "both",
-             resolution: float | None = None, stop: str = "estimate") -> AMPResult:
+             resolution: float | None = None, stop: str = "estimate", scheduler=None,
+             shards: int | None = None) -> AMPResult:
     r"""Run GAMP-RIE on a data set ``(X, y)`` of the attention-indexed model.
 
     Parameters
@@ -253,7 +178,8 @@ def gamp_rie(X, y, channel: Channel, rho, *, S=None, damping: float = 0.5, max_i
         stops early).  ``stop='prediction'``: when ``|m_t - m_{t-1}| < tol m_{t-1}``
         (:class:`~aimlib.amp.loop.StopRules`).
     chunk_size, memory_mb
-        Samples per chunk (default: from the ``memory_mb`` work budget).
+        Samples per chunk (default: from the ``memory_mb`` work budget; for regenerated tokens,
+        one stream chunk per thread of :func:`aimlib.tokens.draw_threads`, a whole number of chunks).
     trace : bool
         Record ``m``, ``m_new``, ``delta``, ``change`` and, with ``S``, ``error``, ``error_new``
         and ``noise_ratio = ||R - S||_F^2/(d Delta)`` per iteration.
@@ -271,6 +197,12 @@ def gamp_rie(X, y, channel: Channel, rho, *, S=None, damping: float = 0.5, max_i
         The rule of :mod:`aimlib.errors` at the iteration cap.
     dtype : float32 or float64, optional
         Working precision (default: that of ``X`` if floating, else float64).
+    scheduler, shards : optional
+        Shard the samples over a Dask cluster (:mod:`aimlib.amp.shards`): ``'local'`` (a
+        cluster of ``shards`` workers, default 2, on this machine, TLS with temporary
+        credentials), an address ``'tcp://host:port'`` or a ``distributed.Client``;
+        ``shards`` runs of samples (default: one per worker).  The same numbers as one
+        process up to round-off; symmetric priors only.
 
     Raises
     ------
@@ -283,10 +215,13 @@ def gamp_rie(X, y, channel: Channel, rho, *, S=None, damping: float = 0.5, max_i
     check_on_max_iter(on_max_iter)
     rules = _stop_rules(p, max_iter, tol, lookback, min_iter, m_floor, resolution, stop)
     rec = _Recorder(trace, p.S is not None)
-    t0 = time.perf_counter()
-    S_hat, V, delta, t, reason, change = iterate(p, rec, rules)
+    if scheduler is None and shards is not None:
+        raise ValueError("shards needs a scheduler ('local', an address or a distributed.Client)")
+    with contextlib.nullcontext() if scheduler is None else sharded(p, scheduler, shards):
+        t0 = time.perf_counter()
+        S_hat, V, delta, t, reason, change = iterate(p, rec, rules)
+        seconds = time.perf_counter() - t0
     m = np.array([sum(Vl) for Vl in V])
-    seconds = time.perf_counter() - t0
     converged, xp, L = reason != "max_iter", p.xp, len(p.priors)
     stalled = reason == "stalled"
     if not converged:

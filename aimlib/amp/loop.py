@@ -69,7 +69,7 @@ def iterate(p, rec, rules: StopRules):
     S_hat = p.init or [pr.mean(p.d, xp, p.dtype) for pr in p.priors]
     V = [tuple(pr.sector_mmse((math.inf,) * len(pr.sectors))) for pr in p.priors]
     V_ons, m = V, _total(V)
-    g_prev = xp.zeros((p.n, L, p.T, p.T), dtype=p.dtype)
+    g_prev = xp.zeros((p.n if p.shards is None else 0, L, p.T, p.T), dtype=p.dtype)  # shards hold their own
     g_new = xp.empty_like(g_prev)
     history, m_history = deque(maxlen=rules.lookback), deque(maxlen=rules.lookback + 1)
     drift = BlockDrift(rules.lookback) if rules.stop == "drift" else None

@@ -68,7 +68,7 @@ def square_channel_step(p, S_hat, V, V_ons, g_prev, g_new, t):
 
     Parameters
     ----------
-    p : aimlib.amp.gamp.Problem
+    p : aimlib.amp.problem.Problem
         The validated run (``xp, X, y, channel, n, T, d, dtype, chunk_size, damping, damp_g``);
         ``p.channel`` reads one index matrix per sample and provides ``g_out``,
         ``index_covariance`` and ``effective_noises`` (:class:`aimlib.channels.UntiedSoftmax`).

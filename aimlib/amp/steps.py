@@ -41,7 +41,7 @@ from ..channels import sigma2
 from ..errors import ConvergenceError
 from ..model import indices_from_factors
 
-__all__ = ["channel_step", "prior_step", "DELTA_MIN", "chunk_size_for"]
+__all__ = ["channel_step", "channel_sums", "prior_step", "DELTA_MIN", "chunk_size_for"]
 
 #: below this, Delta is zero for every purpose (aimlib.rmt accepts >= 1e-12)
 DELTA_MIN = 1e-11
@@ -81,15 +81,35 @@ def _g_out(channel, y, omega, m):
 def channel_step(p, S_hat, V, V_ons, g_prev, g_new, t):
     """Forward, ``g_out`` and backward pass over all samples; return ``(delta, R, None)`` per layer.
 
-    ``p`` is the validated problem (:class:`aimlib.amp.gamp.Problem`), ``S_hat``
+    ``p`` is the validated problem (:class:`aimlib.amp.problem.Problem`), ``S_hat``
     a list of ``L`` estimates, ``V`` their predicted errors (``g_out``'s variances)
     and ``V_ons`` their Onsager terms (one-sector tuples; equal for a posterior-mean
     denoiser), ``g_prev`` the last
     (damped) channel outputs ``(n, L, T, T)``; the new ones are written to
-    ``g_new`` (damped with ``g_prev`` when ``p.damp_g`` and ``t > 1``).
+    ``g_new`` (damped with ``g_prev`` when ``p.damp_g`` and ``t > 1``).  With
+    ``p.shards`` (:class:`aimlib.amp.shards.Shards`) the sums come from the shards,
+    which hold their own outputs, and ``g_prev``, ``g_new`` are not used.
+    """
+    m, ons = [x for (x,) in V], [x for (x,) in V_ons]
+    if p.shards is None:
+        B, sum_w, sum_tr = channel_sums(p, S_hat, m, ons, g_prev, g_new, t)
+    else:
+        B, sum_w, sum_tr = p.shards.channel_sums(S_hat, m, ons, t)
+    if not p.channel.joint_output:      # factorised outputs: dg_l/domega_l' = 0 exactly for l != l'
+        sum_w = np.diag(np.diag(sum_w))
+    return _effective_observations(S_hat, B, sum_w, sum_tr, p.d, p.xp, p.dtype)
+
+
+def channel_sums(p, S_hat, m, ons, g_prev, g_new, t):
+    r"""The sums of one channel step over the samples of ``p``, chunk by chunk.
+
+    Returns ``(B, W, tr)``: per layer ``B_l = sum_mu X_mu^T G^mu_l X_mu`` (``d x d``,
+    ``G_aa = g_aa``, ``G_ab = g_ab / 2``), ``W_{ll'} = sum_mu sum_{a<=b} Sigma_ab
+    g^mu_{l,ab} g^mu_{l',ab}`` and ``tr_l = sum_mu sum_a g^mu_{l,aa}`` (module docstring);
+    ``m`` and ``ons`` are each layer's variance and Onsager term.  Sums over disjoint
+    sets of samples add up, which is how shards combine.
     """
     xp, X, dt, d, T, L = p.xp, p.X, p.dtype, p.d, p.T, len(S_hat)
-    m, ons = [x for (x,) in V], [x for (x,) in V_ons]
     sig2 = sigma2(T, xp, dt)
     w_pairs = xp.full((T, T), 0.5, dtype=dt) + 1.5 * xp.eye(T, dtype=dt)   # sum_{a<=b} Sigma g^2
     g_half = xp.full((T, T), 0.5, dtype=dt) + 0.5 * xp.eye(T, dtype=dt)    # G from g
@@ -109,9 +129,7 @@ def channel_step(p, S_hat, V, V_ons, g_prev, g_new, t):
             gl = g[:, ell]
             sum_tr[ell] += float(xp.sum(xp.diagonal(gl, axis1=1, axis2=2)))
             B[ell] += Xc.reshape(c * T, d).T @ ((gl * g_half) @ Xc).reshape(c * T, d)
-    if not p.channel.joint_output:      # factorised outputs: dg_l/domega_l' = 0 exactly for l != l'
-        sum_w = np.diag(np.diag(sum_w))
-    return _effective_observations(S_hat, B, sum_w, sum_tr, d, xp, dt)
+    return B, sum_w, sum_tr
 
 
 def _effective_observations(S_hat, B, sum_w, sum_tr, d, xp, dt):

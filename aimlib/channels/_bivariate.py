@@ -10,9 +10,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import special
 
+from .._lazy import LazyModule
 from ..backend import to_host
+
+special = LazyModule("scipy.special")   # loaded on first use: `import aimlib.channels` needs no SciPy
 
 __all__ = ["log_phi", "log_bvn_cdf", "bvn_cdf", "grad_log_bvn"]
 

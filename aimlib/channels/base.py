@@ -34,8 +34,9 @@ overlaps, which this contract does not cover.
 """
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
-from scipy.integrate import quad
 
 from .. import _validate as v
 from ..backend import get_array_module, to_common
@@ -218,6 +219,7 @@ class Channel:
         the segment from ``0`` to ``q``: ``(1/4) int_0^1 sum_l q_l F_l(t q) dt``.
         """
         q, Q0, T, _ = self._fisher_args(q, Q0, T)
+        quad = importlib.import_module("scipy.integrate").quad   # loaded here: `se` never needs it
         if self.n_indices == 1:
             val, _ = quad(lambda s: self.fisher(s, Q0, T), 0.0, q, limit=200)
         else:

@@ -31,11 +31,13 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-from scipy.special import ndtri  # the normal quantile; scipy.stats.qmc is imported where Sobol points are drawn
 
+from .._lazy import LazyModule
 from .deep_patterns import (ENTRY_VAR, LAMBDA_MAX, PATTERNS, chebyshev_fit, entries, history_posterior,
                             lambda_coordinate, lambda_nodes, layer1_terms, load_tables, mixed_terms, pattern_matrix,
                             save_tables, sigma_products, symmetric_matrix)
+
+special = LazyModule("scipy.special")   # loaded on first use: `import aimlib.channels` needs no SciPy
 
 __all__ = ["prefix_terms", "log_z_and_g", "mixing_matrices", "fisher_matrix3_direct", "build_tables3",
            "write_tables3", "fisher_matrix3", "separable_scaled3", "SOBOL3_LOG2", "SOBOL3_SEED", "CHEB3_DEG",
@@ -95,7 +97,7 @@ def log_z_and_g(c: float, t, omega, V):
 @lru_cache(maxsize=2)
 def _sobol_normals3(log2: int) -> np.ndarray:
     qmc = importlib.import_module("scipy.stats.qmc")
-    return ndtri(qmc.Sobol(d=9, scramble=True, seed=SOBOL3_SEED).random_base2(log2))
+    return special.ndtri(qmc.Sobol(d=9, scramble=True, seed=SOBOL3_SEED).random_base2(log2))
 
 
 def fisher_matrix3_direct(c: float, lam1: float, lam2: float, lam3: float, *,

@@ -31,12 +31,14 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-from scipy.special import ndtri  # the normal quantile; scipy.stats.qmc is imported where Sobol points are drawn
 
 from .. import _validate as v
 from ..backend import to_host
 from . import hardmax
+from .._lazy import LazyModule
 from ._bivariate import grad_log_bvn, log_bvn_cdf
+
+special = LazyModule("scipy.special")   # loaded on first use: `import aimlib.channels` needs no SciPy
 
 __all__ = ["PATTERNS", "ENTRY_VAR", "pattern_matrix", "mixed_functionals", "functionals", "entries",
            "symmetric_matrix", "layer1_terms", "orthant_terms", "mixed_terms", "layer2_terms", "history_posterior",
@@ -158,7 +160,7 @@ _SIGMA_WEIGHTS = np.array([[2.0, 0.5], [0.5, 2.0]])   # 2 sum_{a<=b} Sigma_ab x_
 @lru_cache(maxsize=1)
 def _sobol_normals():
     qmc = importlib.import_module("scipy.stats.qmc")
-    return ndtri(qmc.Sobol(d=6, scramble=True, seed=SOBOL_SEED).random_base2(SOBOL_LOG2))
+    return special.ndtri(qmc.Sobol(d=6, scramble=True, seed=SOBOL_SEED).random_base2(SOBOL_LOG2))
 
 
 def _estimates(lam1: float, lam2: float, r: float) -> np.ndarray:

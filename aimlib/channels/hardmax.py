@@ -19,14 +19,16 @@ import math
 from functools import lru_cache
 
 import numpy as np
-from scipy import special
 
 from .. import _validate as v
 from ..backend import get_array_module, to_device, to_host
 from ..errors import check_on_max_iter, max_iter_reached
 from . import hardmax_polytope
+from .._lazy import LazyModule
 from ._bivariate import bvn_cdf, grad_log_bvn, log_bvn_cdf, log_phi
 from .base import Channel
+
+special = LazyModule("scipy.special")   # loaded on first use: `import aimlib.channels` needs no SciPy
 
 __all__ = ["Hardmax", "CORRELATION", "log_bvn_cdf", "bvn_cdf", "signs_from_output", "output_from_signs",
            "log_partition", "g_out", "probabilities", "fisher", "fisher_scaled", "weak_recovery_threshold",

@@ -40,12 +40,14 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-from scipy import special
 
 from .. import _validate as v
+from .._lazy import LazyModule
 from ..backend import get_array_module, to_device, to_host
 from .base import sigma2
 from .polytope import Cone, sobol_points
+
+special = LazyModule("scipy.special")   # loaded on first use: `import aimlib.channels` needs no SciPy
 
 __all__ = ["patterns", "constraint_matrix", "pattern_cone", "pattern_index", "log_partition", "g_out",
            "probabilities", "fisher_scaled_direct", "fisher_scaled", "fisher", "weak_recovery_threshold",

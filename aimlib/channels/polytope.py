@@ -18,7 +18,9 @@ Every factor is kept in log space (``log_ndtr``, ``ndtri_exp``), so the result i
 relatively accurate in the tails, and each sample takes its three least likely constraints
 (smallest ``mu_i / sqrt(C_ii)``) first, Genz's ordering, without which the estimate of a
 small probability can be orders of magnitude off.  Several constraints on one ``z_l`` give
-a bound that is a maximum (or minimum), which is how a dependent constraint enters.
+a bound that is a maximum (or minimum), which is how a dependent constraint enters.  The
+rows of a batch are integrated together, each with the factor of its own order (one pass
+over the columns for the whole batch, and one for all the faces below).
 
 **Gradient (face formula).**  ``dP/d omega = sum_i d_i rho_i(0) P(u_{-i} > 0 | u_i = 0) / sqrt(V)``:
 by the divergence theorem the derivative of a Gaussian mass with respect to its mean
@@ -32,7 +34,10 @@ import importlib
 from functools import lru_cache
 
 import numpy as np
-from scipy import special
+
+from .._lazy import LazyModule
+
+special = LazyModule("scipy.special")   # loaded on first use: `import aimlib.channels` needs no SciPy
 
 __all__ = ["sobol_points", "Cone", "QMC_POINTS", "SOBOL_SEED"]
 
@@ -42,7 +47,7 @@ QMC_POINTS = 1024
 SOBOL_SEED = 20260125
 # rows of C whose residual variance is below this fraction are dependent
 _RANK_TOL = 1e-10
-# batch entries times points per block (memory of one block ~ a few times 8 * this bytes)
+# batch entries times points per block (memory of one block ~ m + 10 times 8 * this bytes)
 _BLOCK = 1 << 20
 # how many of the least likely constraints lead the order of separation of variables
 _LEAD = 3
@@ -100,8 +105,8 @@ def _log_interval(lo, hi):
 def _column(lo, hi, w):
     """One step of separation of variables: ``(log(Phi(hi) - Phi(lo)), z)``, ``z`` drawn at ``w``.
 
-    ``lo`` or ``hi`` may be ``None`` (no bound); a one-sided interval takes one
-    ``log_ndtr`` and one ``ndtri_exp``."""
+    ``lo`` or ``hi`` may be ``None`` (no bound) or hold infinite entries; a one-sided interval
+    takes one ``log_ndtr`` and one ``ndtri_exp``.  ``w`` is ``None`` for the last, exact column."""
     if hi is None and lo is None:
         return 0.0, None if w is None else special.ndtri(w)
     if hi is None:
@@ -119,28 +124,66 @@ def _column(lo, hi, w):
     return ld, np.where(np.isfinite(z), z, 0.0)
 
 
+def _split_column(lo, hi, w):
+    """:func:`_column` with the rows that have no upper bound (``hi = inf``) taken one-sided."""
+    if lo is None or hi is None:
+        return _column(lo, hi, w)
+    two = np.isfinite(hi).any(axis=1)
+    if two.all():
+        return _column(lo, hi, w)
+    ld = np.empty(lo.shape)
+    z = None if w is None else np.empty(lo.shape)
+    for rows, upper in ((~two, None), (two, hi[two])):
+        ld[rows], zr = _column(lo[rows], upper, w)
+        if z is not None:
+            z[rows] = zr
+    return ld, z
+
+
+def _bound(s, a, mask, pick, empty):
+    """The tightest of the bounds ``-s_j / a_j`` over the constraints ``j`` that ``mask`` selects.
+
+    ``s`` has shape ``(m, B, N)``, ``a`` and ``mask`` ``(B, m)``; ``None`` if no row has one, and
+    ``empty`` (an infinity) in the rows without one."""
+    out = None
+    for j in np.flatnonzero(mask.any(axis=0)):
+        safe = np.where(mask[:, j], a[:, j], 1.0)[:, None]
+        b = np.where(mask[:, j, None], -s[j] / safe, empty)
+        out = b if out is None else pick(out, b)
+    return out
+
+
 def _sov(mu, A, last, w):
-    r"""``log P(mu + A z > 0)`` for each row of ``mu`` (shape ``(B, m)``) averaged over the points ``w``."""
-    B = mu.shape[0]
-    r = A.shape[1]
-    const = np.all(mu[:, last < 0] > 0, axis=1)
-    logp = np.zeros((B, w.shape[0]))
-    z = np.zeros((B, w.shape[0], r))
+    r"""``log P(mu + A z > 0)`` for each row of ``mu`` (shape ``(B, m)``), averaged over the points ``w``.
+
+    Each row has its own factor ``A`` (shape ``(B, m, r)``) and last columns ``last`` (``(B, m)``).
+    The running sums ``s_j = mu_j + sum_{k < l} A_jk z_k`` are updated one column at a time, only
+    for the constraints that bound a later column."""
+    r = A.shape[2]
+    const = np.all((last >= 0) | (mu > 0), axis=1)
+    s = np.repeat(mu.T[:, :, None], w.shape[0], axis=2)
+    logp = np.zeros(s.shape[1:])
     for col in range(r):
-        lo = hi = None
-        for j in np.flatnonzero(last == col):
-            s = mu[:, j, None] + z[:, :, :col] @ A[j, :col]
-            bound = -s / A[j, col]
-            if A[j, col] > 0:
-                lo = bound if lo is None else np.maximum(lo, bound)
-            else:
-                hi = bound if hi is None else np.minimum(hi, bound)
-        ld, zc = _column(lo, hi, w[:, col] if col < r - 1 else None)
+        a, on = A[:, :, col], last == col
+        lo = _bound(s, a, on & (a > 0), np.maximum, -np.inf)
+        hi = _bound(s, a, on & (a < 0), np.minimum, np.inf)
+        ld, z = _split_column(lo, hi, w[:, col] if col < r - 1 else None)
         logp += ld
-        if zc is not None:
-            z[:, :, col] = np.where(np.isfinite(zc), zc, 0.0)
-    out = special.logsumexp(logp, axis=1) - np.log(w.shape[0])
-    return np.where(const, out, -np.inf)
+        if z is not None:
+            for j in np.flatnonzero((last > col).any(axis=0)):
+                s[j] += a[:, j, None] * z
+    top = np.max(logp, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = top + np.log(np.mean(np.exp(logp - top[:, None]), axis=1))
+    return np.where(const & np.isfinite(top), out, -np.inf)
+
+
+def _sov_blocks(mu, A, last, n_points: int):
+    """:func:`_sov` over blocks of rows, with the Sobol set of the factors' rank."""
+    w = sobol_points(max(A.shape[2] - 1, 0), n_points)
+    block = max(1, _BLOCK // w.shape[0])
+    return np.concatenate([_sov(mu[s:s + block], A[s:s + block], last[s:s + block], w)
+                           for s in range(0, len(mu), block)]) if len(mu) else np.empty(0)
 
 
 class _Ordered:
@@ -148,29 +191,37 @@ class _Ordered:
 
     Separation of variables is accurate in the tails when the constraints least likely to hold
     come first (Genz's ordering): each sample puts its ``_LEAD`` smallest ``mu_i / sqrt(C_ii)``
-    first, the rest in their own order, and the factor of that order is computed once."""
+    first, the rest in their own order, and the factor of that order is computed once.  The
+    rank of ``C`` does not depend on the order; a factor of lower numerical rank is padded
+    with zero columns (no constraint, a factor 1)."""
 
     def __init__(self, C):
         self.C = C
         self.sd = np.sqrt(np.diag(C))
         self.factors = {}
 
-    def log_prob(self, mu, n_points: int):
+    def _factor(self, order: tuple):
+        if order not in self.factors:
+            self.factors[order] = _factor(self.C[np.ix_(order, order)])
+        return self.factors[order]
+
+    def arrange(self, mu):
+        """``(mu, A, last)`` per row: ``mu`` in the row's order, and that order's factor."""
         m = mu.shape[1]
         lead = np.argsort(mu / self.sd, axis=1, kind="stable")[:, :min(_LEAD, m)]
         keys, inverse = np.unique(lead, axis=0, return_inverse=True)
-        out = np.empty(mu.shape[0])
-        for k, key in enumerate(keys):
-            order = np.concatenate([key, [j for j in range(m) if j not in key]]).astype(int)
-            if tuple(order) not in self.factors:
-                self.factors[tuple(order)] = _factor(self.C[np.ix_(order, order)])
-            A, last = self.factors[tuple(order)]
-            sel = inverse.ravel() == k
-            w = sobol_points(max(A.shape[1] - 1, 0), n_points)
-            block = max(1, _BLOCK // w.shape[0])
-            sub = mu[sel][:, order]
-            out[sel] = np.concatenate([_sov(sub[s:s + block], A, last, w) for s in range(0, len(sub), block)])
-        return out
+        orders = np.array([np.concatenate([key, [j for j in range(m) if j not in key]]) for key in keys], dtype=int)
+        facs = [self._factor(tuple(o)) for o in orders]
+        r = max(f[0].shape[1] for f in facs)
+        As = np.zeros((len(facs), m, r))
+        for k, (A, _) in enumerate(facs):
+            As[k, :, :A.shape[1]] = A
+        lasts = np.array([f[1] for f in facs])
+        inverse = inverse.ravel()
+        return np.take_along_axis(mu, orders[inverse], axis=1), As[inverse], lasts[inverse]
+
+    def log_prob(self, mu, n_points: int):
+        return _sov_blocks(*self.arrange(mu), n_points)
 
 
 class Cone:
@@ -207,12 +258,16 @@ class Cone:
         sv = np.sqrt(np.broadcast_to(np.asarray(V, dtype=float), (np.atleast_2d(omega).shape[0],)))
         mu = np.atleast_2d(omega) @ self.D.T / sv[:, None]
         logp = self.main.log_prob(mu, self.n_points)
-        face = np.empty(mu.shape)
-        for i, (keep, c, system) in enumerate(self.faces):
-            sd = np.sqrt(self.C[i, i])
-            mui = mu[:, keep] - mu[:, i, None] * c
-            dens = -0.5 * (mu[:, i] / sd) ** 2 - np.log(sd * np.sqrt(2 * np.pi))
-            face[:, i] = dens + system.log_prob(mui, self.n_points)
+        # every face's lower-dimensional probability in one batch (faces share m - 1 and the rank)
+        parts = [system.arrange(mu[:, keep] - mu[:, i, None] * c)
+                 for i, (keep, c, system) in enumerate(self.faces)]
+        r = max(A.shape[2] for _, A, _ in parts)
+        A = np.concatenate([np.pad(A, ((0, 0), (0, 0), (0, r - A.shape[2]))) for _, A, _ in parts])
+        cond = _sov_blocks(np.concatenate([p[0] for p in parts]), A,
+                           np.concatenate([p[2] for p in parts]), self.n_points)
+        sd = np.sqrt(np.diag(self.C))
+        dens = -0.5 * (mu / sd) ** 2 - np.log(sd * np.sqrt(2 * np.pi))
+        face = dens + cond.reshape(len(self.faces), -1).T
         with np.errstate(invalid="ignore", over="ignore"):
             ratio = np.exp(face - logp[:, None])
         ratio = np.where(np.isfinite(logp)[:, None], ratio, 0.0)

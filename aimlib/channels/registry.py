@@ -10,20 +10,30 @@ from .linear import Linear
 from .softmax import Softmax
 from .softmax_noisy import NoisySoftmax
 
-__all__ = ["CHANNELS", "PARAMETERS", "T2_ONLY", "MAX_T", "make_channel"]
+__all__ = ["CHANNELS", "PARAMETERS", "MAX_T", "t_limit", "make_channel"]
 
 #: the channel names and the parameters each one takes
 PARAMETERS = {"softmax": ("beta", "noise"), "hardmax": ("noise",), "linear": ("noise",), "deep-hardmax": ("c", "layers")}
 #: the channel class each name makes (:func:`make_channel`)
 CHANNELS = {"softmax": Softmax, "hardmax": Hardmax, "linear": Linear, "deep-hardmax": DeepAttention}
-#: the channels whose Bayes side exists up to some ``T`` only: the largest ``T``, and why
+#: the channels whose Bayes side exists up to some ``T`` only: the largest ``T``, and why.  The one
+#: list that the command line, the sweep specs and the panels read (:func:`t_limit`).
 MAX_T = {"hardmax": (MAX_HARDMAX_T, "its Bayes side is a Gaussian cone of T(T-1) inequalities, tabulated "
                                     f"and tested up to T = {MAX_HARDMAX_T}"),
          "deep-hardmax": (2, "its Bayes side is tabulated for hardmax layers at T = 2")}
-#: the channels whose Bayes side the panels and sweeps offer for ``T = 2`` only, and why
-T2_ONLY = {"hardmax": "the panels and sweeps draw its T = 2 state evolution and thresholds; "
-                      "T = 3 is in the library and the command line",
-           "deep-hardmax": MAX_T["deep-hardmax"][1]}
+
+
+def t_limit(channel: str, T: int) -> str | None:
+    """Why ``channel`` has no Bayes side (state evolution, GAMP-RIE) at ``T`` tokens, or ``None``.
+
+    The reason names the allowed range, e.g. "the hardmax channel is available for T <= 3 only
+    (...)"; the callers add the name of their parameter and the value they got.
+    """
+    if channel not in MAX_T or T <= MAX_T[channel][0]:
+        return None
+    top, why = MAX_T[channel]
+    limit = "T = 2" if top == 2 else f"T <= {top}"
+    return f"the {channel} channel is available for {limit} only ({why})"
 
 
 def make_channel(channel="softmax", **params) -> Channel:

@@ -61,12 +61,14 @@ import math
 from functools import lru_cache
 
 import numpy as np
-from scipy.special import ndtri  # the normal quantile; scipy.stats.qmc is imported where Sobol points are drawn
 
 from .. import _validate as v
+from .._lazy import LazyModule
 from ..backend import to_common
 from .base import Channel
 from .softmax import Softmax
+
+special = LazyModule("scipy.special")   # loaded on first use: `import aimlib.channels` needs no SciPy
 
 __all__ = ["NoisySoftmax", "log_partition", "g_out", "posterior_mean_u", "fisher", "fisher_direct",
            "fisher_at_q0", "grid_size"]
@@ -219,7 +221,7 @@ def posterior_mean_u(mu, z, V, beta: float, noise: float):
 def _sobol_normals():
     qmc = importlib.import_module("scipy.stats.qmc")
     pts = qmc.Sobol(d=8, scramble=True, seed=20250601).random_base2(SOBOL_LOG2)
-    return ndtri(pts)
+    return special.ndtri(pts)
 
 
 def _check_fisher_args(q, Q0, beta, noise):

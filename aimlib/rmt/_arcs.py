@@ -36,20 +36,15 @@ def edges_full(delta: float, rho: float):
         points ``z(g*)`` (complex) of ``g(z)`` and all four critical points ``g*``.
     """
     s = math.sqrt(rho)
-    coef = [delta, -2 * s * delta, delta * s * s + s * s - 1.0, 2 * s, -s * s]
-    roots = np.roots(coef).astype(complex)
-
-    def zp(g):
-        return -1.0 / g**2 + s * s / (s - g) ** 2 + delta
-
-    def zpp(g):
-        return 2.0 / g**3 + 2 * s * s / (s - g) ** 3
-
-    for _ in range(4):  # Newton polish on z'(g) = 0 (relative accuracy near both poles)
-        with np.errstate(all="ignore"):
-            step = zp(roots) / zpp(roots)
-        step = np.where(np.isfinite(step), step, 0.0)
-        roots = roots - step
+    companion = np.diag(np.ones(3), -1)      # of the monic quartic: its eigenvalues are the roots
+    companion[0] = -np.array([-2 * s * delta, delta * s * s + s * s - 1.0, 2 * s, -s * s]) / delta
+    roots = np.linalg.eigvals(companion).astype(complex)
+    with np.errstate(all="ignore"):
+        for _ in range(4):  # Newton polish on z'(g) = 0 (relative accuracy near both poles)
+            zp = -1.0 / roots**2 + s * s / (s - roots) ** 2 + delta
+            zpp = 2.0 / roots**3 + 2 * s * s / (s - roots) ** 3
+            step = zp / zpp
+            roots = roots - np.where(np.isfinite(step), step, 0.0)
     is_real = np.abs(roots.imag) <= 1e-7 * np.abs(roots)
     greal = np.sort(roots[is_real].real)
     branch = z_of_g(roots, delta, s)
@@ -111,7 +106,13 @@ def _curve_P(xi, delta, s):
 
 
 def _curve_point_both(t, delta, s, fold):
-    """``(xi, P_small, P_large, sq)`` at ``xi = t`` (``fold`` None) or ``xi = fold - t`` (see :func:`_curve_point`)."""
+    """``(xi, P_small, P_large, sq)`` on the arc at ``xi = t`` (``fold`` None) or ``xi = fold - t``.
+
+    With ``u = xi_f - xi`` measured from the lower fold
+    ``xi_f = ((s - 1)^2 + Delta s^2)/(2 Delta s)``: ``K = 2(s - 1) + 2 Delta s u``,
+    ``c0 = (s - 1)^2/Delta - 2 s u`` and ``K^2 - 4 Delta c0 = 4 Delta s^2 u (2 + Delta u)``,
+    free of cancellation near the fold.
+    """
     if fold is None:
         Ps, Pl, sq = _curve_P(t, delta, s)
         return t, Ps, Pl, sq
@@ -120,18 +121,6 @@ def _curve_point_both(t, delta, s, fold):
     c0 = (s - 1.0) ** 2 / delta - 2.0 * s * u
     sq = 2.0 * s * np.sqrt(np.maximum(delta * u * (2.0 + delta * u), 0.0))
     return (fold - u, *_root_pair(K, c0, sq, delta), sq)
-
-
-def _curve_point(t, delta, s, fold, large):
-    """``(xi, P, sq)`` on one branch of the arc, at ``xi = t`` (``fold`` None) or ``xi = fold - t``.
-
-    With ``u = xi_f - xi`` measured from the lower fold
-    ``xi_f = ((s - 1)^2 + Delta s^2)/(2 Delta s)``: ``K = 2(s - 1) + 2 Delta s u``,
-    ``c0 = (s - 1)^2/Delta - 2 s u`` and ``K^2 - 4 Delta c0 = 4 Delta s^2 u (2 + Delta u)``,
-    free of cancellation near the fold.
-    """
-    xi, Ps, Pl, sq = _curve_point_both(t, delta, s, fold)
-    return xi, (Pl if large else Ps), sq
 
 
 # --------------------------------------------------------------------------- quadrature
@@ -160,19 +149,30 @@ def _pieces(crit, folds, delta, s):
     return pieces, sing
 
 
-def _fold_ends(ends, delta, s, fold, large):
-    """Ends ``u`` of a piece near the fold, refined by Newton on ``y^2(u) = 0`` where they are edges."""
+def _fold_end(u, delta, s, fold, large):
+    """One end ``u`` of a piece near the fold, refined by Newton on ``y^2(u) = 0`` where it is an edge.
+
+    Scalar arithmetic (two numbers per piece); a step that is not finite or not below
+    ``|u|/2`` ends the refinement.
+    """
+    K0, c00 = 2.0 * (s - 1.0), (s - 1.0) ** 2 / delta
     for _ in range(6):
-        xi_e, P_e, sq_e = _curve_point(ends, delta, s, fold, large)
-        Q_e = (xi_e - s) ** 2 + np.maximum(P_e - xi_e**2, 0.0)
-        with np.errstate(all="ignore"):
-            dP = 2.0 * s * (s * s * P_e / Q_e) / (sq_e if large else -sq_e)
-            step = (P_e - xi_e**2) / (dP + 2.0 * xi_e)
-        ok = np.isfinite(step) & (np.abs(step) < 0.5 * np.abs(ends)) & (ends != 0)
-        if not ok.any():
+        if u == 0:
             break
-        ends = ends - np.where(ok, step, 0.0)
-    return float(ends[0]), float(ends[1])
+        K, c0 = K0 + 2.0 * delta * s * u, c00 - 2.0 * s * u
+        sq = 2.0 * s * math.sqrt(max(delta * u * (2.0 + delta * u), 0.0))
+        q = -0.5 * (K + math.copysign(sq, K))
+        p1, p2 = q / delta, (c0 / q if q != 0 else -K / delta)
+        xi, P = fold - u, (max(p1, p2) if large else min(p1, p2))
+        Q = (xi - s) * (xi - s) + max(P - xi * xi, 0.0)
+        if Q == 0 or sq == 0:   # dP infinite or undefined: the step is 0 or not a number
+            break
+        den = 2.0 * s * (s * s * P / Q) / (sq if large else -sq) + 2.0 * xi
+        step = (P - xi * xi) / den if den != 0 else math.nan
+        if not (math.isfinite(step) and abs(step) < 0.5 * abs(u)):
+            break
+        u -= step
+    return u
 
 
 def _piece_rule(l, r, large, delta, s, fold, sing):
@@ -185,7 +185,7 @@ def _piece_rule(l, r, large, delta, s, fold, sing):
     """
     use_u = r <= fold and abs(fold) <= 4.0 * max(abs(l), abs(r))
     if use_u:
-        tl, tr = _fold_ends(np.array([fold - r, fold - l]), delta, s, fold, large)
+        tl, tr = (_fold_end(fold - e, delta, s, fold, large) for e in (r, l))
         sing_loc = fold - sing
     else:
         tl, tr = l, r
@@ -224,7 +224,7 @@ def quadrature(delta: float, rho: float):
     folds = np.array([((s - 1.0) ** 2 + delta * s * s) / (2 * delta * s),
                       ((s + 1.0) ** 2 + delta * s * s) / (2 * delta * s)])
     pieces, sing = _pieces(crit, folds, delta, s)
-    fold = folds[0]
+    fold = float(folds[0])
     rules = [_piece_rule(l, r, large, delta, s, fold, sing) for l, r, large in pieces]
     tt, wt, large, use_u = (np.concatenate(parts) for parts in zip(*rules))
     xi = np.empty_like(tt)

@@ -23,11 +23,11 @@ identity).  :func:`oracle_error` (the best estimator on the singular vectors of
 
 from __future__ import annotations
 
+import importlib
 import math
 from functools import lru_cache
 
 import numpy as np
-from scipy.interpolate import CubicSpline
 
 from .. import _validate as v
 from ..backend import get_array_module
@@ -134,7 +134,8 @@ def _mmse_one(delta: float, rho: float) -> float:
 def _table(rho: float):
     """``log(mmse/Delta)`` on ``DELTA_GRID`` as a cubic spline in ``log Delta``."""
     vals = np.array([_mmse_one(float(dl), rho) for dl in DELTA_GRID])
-    return CubicSpline(np.log(DELTA_GRID), np.log(vals / DELTA_GRID))
+    spline = importlib.import_module("scipy.interpolate").CubicSpline   # loaded here, on first use
+    return spline(np.log(DELTA_GRID), np.log(vals / DELTA_GRID))
 
 
 def mmse_rect(delta, rho: float):

@@ -13,6 +13,7 @@ evaluation of ``g`` next to it.
 """
 from __future__ import annotations
 
+import bisect
 import math
 
 import numpy as np
@@ -117,31 +118,52 @@ def _regula_falsi(h, lo, hlo, hi, hhi, tol, abar):
 
 def _inverse_interpolate(nodes, la: float) -> float:
     """``t`` at ``g = la`` by Lagrange interpolation of ``t`` in ``g`` through ``nodes`` (``(g, t)``, distinct ``g``)."""
-    g = np.array([n[0] for n in nodes])
-    t = np.array([n[1] for n in nodes])
-    w = np.array([np.prod([(la - g[k]) / (g[j] - g[k]) for k in range(len(g)) if k != j])
+    g = [n[0] for n in nodes]
+    w = np.array([math.prod((la - g[k]) / (g[j] - g[k]) for k in range(len(g)) if k != j)
                   for j in range(len(g))])
-    return float(w @ t)
+    return float(w @ np.array([n[1] for n in nodes]))
 
 
-def _nearest(table: dict, la: float, count: int) -> list:
-    """Up to ``count`` entries ``(g, t)`` of ``table`` (``g -> t``) with ``g`` closest to ``la``, well apart.
+class _Table:
+    """The evaluations ``g -> t`` of ``g(t) = log mmse_S(e^t) - t``, with their ``g`` kept sorted."""
 
-    An entry is skipped when it lies closer to one already taken than a quarter of its
-    distance to ``la``: clustered nodes (the last steps of a root find) make the
-    interpolation weights blow up.
-    """
-    taken = []
-    for g, t in sorted(table.items(), key=lambda n: abs(n[0] - la)):
-        if all(abs(g - h) > 0.25 * abs(g - la) for h, _ in taken):
-            taken.append((g, t))
-            if len(taken) == count:
-                break
-    return taken
+    def __init__(self):
+        self.t, self.keys = {}, []
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+    def __contains__(self, g) -> bool:
+        return g in self.t
+
+    def add(self, g: float, t: float) -> None:
+        """Enter ``g -> t`` unless ``g`` is there already."""
+        if g not in self.t:
+            self.t[g] = t
+            bisect.insort(self.keys, g)
+
+    def nearest(self, la: float, count: int) -> list:
+        """Up to ``count`` entries ``(g, t)`` with ``g`` closest to ``la``, well apart.
+
+        The entries are visited outwards from ``la``; one is skipped when it lies closer to
+        one already taken than a quarter of its distance to ``la``: clustered nodes (the last
+        steps of a root find) make the interpolation weights blow up.
+        """
+        keys, taken = self.keys, []
+        right = bisect.bisect_left(keys, la)
+        left = right - 1
+        while len(taken) < count and (left >= 0 or right < len(keys)):
+            if right >= len(keys) or (left >= 0 and la - keys[left] <= keys[right] - la):
+                g, left = keys[left], left - 1
+            else:
+                g, right = keys[right], right + 1
+            if all(abs(g - h) > 0.25 * abs(g - la) for h, _ in taken):
+                taken.append((g, self.t[g]))
+        return taken
 
 
-def _from_table(table: dict, la: float, tol: float, m):
-    """The root ``t`` of ``g(t) = la`` from ``table`` (``g -> t``) and at most three new evaluations, or ``None``.
+def _from_table(table: _Table, la: float, tol: float, m):
+    """The root ``t`` of ``g(t) = la`` from ``table`` and at most three new evaluations, or ``None``.
 
     Each step interpolates ``t`` through the :data:`NEAR` entries with ``g`` closest to ``la``
     (``t_0``), evaluates ``g`` there, enters it and interpolates again with it (``t_1``); the
@@ -150,7 +172,7 @@ def _from_table(table: dict, la: float, tol: float, m):
     interpolation), is below ``tol``.
     """
     for _ in range(3):
-        near = _nearest(table, la, NEAR)
+        near = table.nearest(la, NEAR)
         t0 = _inverse_interpolate(near, la)
         if not (math.isfinite(t0) and math.log(1e-15) < t0 < 1.0 - la):
             return None
@@ -162,8 +184,8 @@ def _from_table(table: dict, la: float, tol: float, m):
             return t0
         if g0 in table:
             return None
-        table[g0] = t0
-        near = _nearest(table, la, NEAR)
+        table.add(g0, t0)
+        near = table.nearest(la, NEAR)
         if near[0][0] != g0:
             return None
         spread = min(abs(g0 - n[0]) for n in near[1:])
@@ -186,12 +208,12 @@ def solve_closed_many(abars, m, c0: float, tol: float):
     -------
     list of ``(V, Delta, evaluations)``, one per ``abar``.
     """
-    table, out = {}, []
+    table, out = _Table(), []
 
     def recorded(delta):
         mv = m(delta)
         if 0 < mv < math.inf:
-            table.setdefault(math.log(mv) - math.log(delta), math.log(delta))
+            table.add(math.log(mv) - math.log(delta), math.log(delta))
         return mv
 
     for abar in abars:
@@ -199,7 +221,7 @@ def solve_closed_many(abars, m, c0: float, tol: float):
             out.append(solve_closed(abar, m, c0, None, tol)[:3])
             continue
         la, before = math.log(abar), len(table)
-        t = _from_table(table, la, tol, m) if len(_nearest(table, la, NEAR)) == NEAR else None
+        t = _from_table(table, la, tol, m) if len(table.nearest(la, NEAR)) == NEAR else None
         evals = len(table) - before
         if t is None:
             V, delta, more, _ = solve_closed(abar, recorded, c0, None, tol)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .. import _validate
 from .._optional import optional_import
+from ..cluster import dask_client
 from . import runners, schedulers
 from .failures import check_failures_file, failures_path, record_failures
 from .spec import expand, load_spec
@@ -81,7 +82,7 @@ def _is_dask(scheduler) -> bool:
 def _connection(scheduler, todo: list, workers: int, threads: int):
     """A context giving the Dask client of ``scheduler`` (connected now), or ``None``."""
     if todo and _is_dask(scheduler):
-        return schedulers.dask_client(scheduler, min(workers, len(todo)), threads)
+        return dask_client(scheduler, min(workers, len(todo)), threads)
     return contextlib.nullcontext()
 
 

@@ -16,6 +16,7 @@ from functools import partial
 from typing import Mapping
 
 from .. import _validate
+from ..amp.loop import STOPS
 from ..tokens import STORAGES
 from .fields import choice, fail, grid_axis, unknown_keys
 
@@ -52,7 +53,8 @@ OPTIONS: dict[str, dict] = {
             "tol": _opt_float(low=0, low_open=True), "lookback": _opt_int(1),
             "min_iter": _opt_int(1), "damp": _opt_choice("both", "state", "messages"),
             "memory_mb": _opt_float(low=0, low_open=True), "chunk_size": _opt_int(1),
-            "dtype": _opt_choice("float32", "float64"), "tokens_storage": _opt_choice(*STORAGES)},
+            "dtype": _opt_choice("float32", "float64"), "tokens_storage": _opt_choice(*STORAGES),
+            "stop": _opt_choice(*STOPS)},
     "gd": dict(_GD_OPTIONS),
     "gd_avg": dict(_GD_OPTIONS),
 }
@@ -70,7 +72,7 @@ UNUSED = {("student", "direct"): ("rank",)}
 
 #: option values that are the behaviour without the option: left out of a run's key, so a spec that
 #: gives them reuses the rows of one that does not
-IMPLIED = {("tokens_storage", "store")}
+IMPLIED = {("tokens_storage", "store"), ("stop", "estimate")}
 
 #: state-evolution options that only the iteration uses
 _ITERATION_ONLY = ("max_iter", "damping")

@@ -18,15 +18,14 @@ runs finish; closing it cancels the runs not yet started.
 a ``distributed.Client``
     used as is (left open).
 
-A Dask scheduler is connected by :func:`dask_client` before the sweep
-touches its results file, so an unreachable address changes no file.
+A Dask scheduler is connected by :func:`aimlib.cluster.dask_client` before the
+sweep touches its results file, so an unreachable address changes no file.
 
 Local workers run BLAS with ``threads`` threads (``OMP_NUM_THREADS`` & co.
 are set for them unless already set).
 """
 from __future__ import annotations
 
-import contextlib
 import multiprocessing
 import os
 import threading
@@ -35,35 +34,10 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Callable, Iterator
 
 from .._optional import optional_import
+from ..cluster import worker_env
 
 #: how often a pool worker checks that its parent is alive
 PARENT_POLL_SECONDS = 0.25
-#: how long to wait for the Dask scheduler at an address
-CONNECT_TIMEOUT = "20s"
-
-_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
-
-
-class _worker_env:
-    """Set the BLAS thread counts for worker processes started inside the block."""
-
-    def __init__(self, threads: int):
-        self.threads = str(threads)
-        self.saved: list[str] = []
-
-    def __enter__(self):
-        for var in _THREAD_VARS:
-            if var not in os.environ:
-                self.saved.append(var)
-                os.environ[var] = self.threads
-        return self
-
-    def __exit__(self, *exc):
-        for var in self.saved:
-            os.environ.pop(var, None)
-
-
 def serial(execute: Callable, todo: list) -> Iterator:
     """Run ``execute`` on each run of ``todo`` in this process."""
     for run in todo:
@@ -89,7 +63,7 @@ def exit_with_parent(parent: int, interval: float = PARENT_POLL_SECONDS):
 
 def process_pool(execute: Callable, todo: list, workers: int, threads: int) -> Iterator:
     """Run ``todo`` on a local pool of ``workers`` spawned processes that die with this one."""
-    with _worker_env(threads):
+    with worker_env(threads):
         ex = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
                                  initializer=exit_with_parent, initargs=(os.getpid(),))
         try:
@@ -109,65 +83,8 @@ def _collect(futures: dict, as_completed) -> Iterator:
             yield run, exc
 
 
-def _local_cluster(distributed, workers: int, threads: int):
-    """``(cluster, security)``: a LocalCluster reachable from this process only.
-
-    Scheduler and workers listen on ``127.0.0.1`` and speak TLS with temporary
-    credentials (:meth:`distributed.security.Security.temporary`) held in memory,
-    so another user of the machine can neither connect nor submit code; there
-    is no dashboard, and the HTTP servers (on free ports of ``127.0.0.1``)
-    answer only health checks.
-    """
-    dask = optional_import("dask", "the 'local' scheduler")
-    optional_import("cryptography", "the TLS credentials of the 'local' scheduler")
-    security = optional_import("distributed.security", "the 'local' scheduler").Security.temporary()
-    with dask.config.set({"distributed.scheduler.http.routes": ["distributed.http.health"],
-                          "distributed.worker.http.routes": ["distributed.http.health"]}):
-        cluster = distributed.LocalCluster(
-            n_workers=workers, threads_per_worker=threads, processes=True, host="127.0.0.1",
-            security=security, dashboard_address=None,
-            scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"})
-    return cluster, security
-
-
-def _connect(distributed, scheduler: str, workers: int, threads: int):
-    """``(client, cluster or None)`` for ``'local'`` or an address, connected now."""
-    if scheduler == "local":
-        cluster, security = _local_cluster(distributed, workers, threads)
-        return distributed.Client(cluster, security=security), cluster
-    try:
-        return distributed.Client(scheduler, timeout=CONNECT_TIMEOUT), None
-    except (OSError, TimeoutError) as exc:
-        raise ValueError(f"scheduler: cannot connect to {scheduler!r} within {CONNECT_TIMEOUT} "
-                         f"({exc}); check the address and that the scheduler is running") from None
-
-
-@contextlib.contextmanager
-def dask_client(scheduler, workers: int, threads: int):
-    """The ``distributed.Client`` of ``scheduler``, connected on entry and closed on exit.
-
-    ``scheduler`` is ``'local'`` (a cluster started here, closed on exit), an
-    address (``'tcp://host:8786'``) or a ``distributed.Client`` (used as is, left open).
-    """
-    distributed = optional_import("distributed", "a Dask scheduler")
-    if isinstance(scheduler, distributed.Client):
-        yield scheduler
-        return
-    if not isinstance(scheduler, str):
-        raise TypeError(f"scheduler must be None, a string or a distributed.Client, "
-                        f"got {type(scheduler).__name__}")
-    with _worker_env(threads):
-        client, cluster = _connect(distributed, scheduler, workers, threads)
-    try:
-        yield client
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
-
-
 def dask(execute: Callable, todo: list, client) -> Iterator:
-    """Run ``todo`` through the ``distributed.Client`` ``client`` (see :func:`dask_client`)."""
+    """Run ``todo`` through the ``distributed.Client`` ``client`` (see :func:`aimlib.cluster.dask_client`)."""
     distributed = optional_import("distributed", "a Dask scheduler")
     futures = {}
     try:

@@ -18,7 +18,7 @@ A spec is a small YAML file (or the same mapping in Python, or a
     teachers: wishart               # wishart (W W^T/sqrt(r d)) | centred (minus sqrt(rho) I); one value
     backend: null                   # numpy | cupy | null (AIMLIB_BACKEND / numpy)
     options:                        # per-method options (a list makes a grid axis)
-      amp: {max_iter: 300, damping: 0.5}   # also tokens_storage: store | regenerate
+      amp: {max_iter: 300, damping: 0.5}   # also tokens_storage: store | regenerate, stop: estimate | drift | prediction
       gd_avg: {restarts: 8, steps: 1000, lr: 0.1}
       # gd, gd_avg also take weight_decay (>= 0), student (factorised | direct),
       # rank (the factorised student's width; the direct student has none)
@@ -58,7 +58,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .. import _validate
-from ..channels.registry import CHANNELS as _REGISTRY, T2_ONLY
+from ..channels.registry import CHANNELS as _REGISTRY, t_limit
 from ..priors import TEACHER_FAMILIES
 from ..tokens import token_law
 from .fields import SpecError, as_list, checked, choice, fail, grid_axis, shown, unique, unknown_keys
@@ -205,8 +205,9 @@ class SweepSpec:
                                     f"'softmax', got {list(self.channel)}")
                 if any(x != 0 for x in self.noise):
                     fail("noise", f"method {m!r} has no label noise; noise must be 0")
-        if set(T2_ONLY) & set(self.channel) and any(t != 2 for t in self.T):
-            fail("T", "the hardmax channels' Bayes side needs T = 2")
+        for ch, t in itertools.product(self.channel, self.T):
+            if t_limit(ch, t):
+                fail("T", f"{t_limit(ch, t)}, got T = {t}")
         self._check_layers()
         closed = {(c, n): all(make_run_channel(c, noise=n).linear_k(t) is not None for t in self.T)
                   for c, n in itertools.product(self.channel, self.noise)}

@@ -37,8 +37,8 @@ import numpy as np
 
 from .. import _validate as v, rmt, state_evolution as se
 from .._optional import optional_import
-from ..channels import DeepAttention, hardmax, softmax_k, softmax_noisy as ns
-from ..channels.registry import T2_ONLY
+from ..channels import DeepAttention, hardmax, hardmax_polytope, softmax_k, softmax_noisy as ns
+from ..channels.registry import t_limit
 from ..plotting import MAX_WIDTH, book_style
 from ..errors import ConvergenceError
 from ..model import estimation_error
@@ -99,12 +99,12 @@ def parse_range(name: str, text: str, low: float, high: float) -> tuple[float, f
 
 
 def channel_and_tokens(controls: dict) -> tuple[str, int]:
-    """The ``channel`` and ``T`` controls, checked: the hardmax state evolution needs ``T = 2``."""
+    """The ``channel`` and ``T`` controls, checked against the channel's largest ``T``
+    (:func:`aimlib.channels.registry.t_limit`: hardmax up to ``T = 3``)."""
     channel = v.choice("channel", controls["channel"].value, CHANNELS)
     T = v.integer("T", controls["T"].value, *T_BOUNDS)
-    if channel in T2_ONLY and T != 2:
-        raise BadInput(f"the {channel} state evolution is available for T = 2 only ({T2_ONLY[channel]}); "
-                       f"set T = 2 (now T = {T})")
+    if t_limit(channel, T):
+        raise BadInput(f"T: {t_limit(channel, T)}; lower T (now T = {T})")
     return channel, T
 
 
@@ -150,15 +150,30 @@ def se_curve_cached(channel: str, T: int, rho: float, lo: float, hi: float, scal
     """``(alphas, E_S)`` from :func:`aimlib.state_evolution.curve` (cached; arguments already rounded).
 
     Hardmax curves are iterated to ``tol = 1e-8`` (about 1e-7 in ``E_S``) to
-    keep a redraw interactive.
+    keep a redraw interactive.  At ``T = 3`` the hardmax ``F_out`` is the shipped table
+    (:func:`aimlib.channels.hardmax_polytope.fisher_scaled`), which ends where the error
+    falls below ``1/1000`` of the overlap: the curve is ``NaN`` from there on.
     """
     alphas = _alpha_grid(lo, hi, scale, n)
-    kw = {"tol": 1e-8} if channel == "hardmax" else {}
-    c = se.curve(alphas, channel, T=T, rho=rho, **kw)
+    if channel == "hardmax" and T > 2:
+        mmse = _curve_within_table(alphas, T, rho)
+    else:
+        kw = {"tol": 1e-8} if channel == "hardmax" else {}
+        mmse = np.asarray(se.curve(alphas, channel, T=T, rho=rho, **kw).mmse, dtype=float)
     alphas.setflags(write=False)
-    mmse = np.asarray(c.mmse, dtype=float)
     mmse.setflags(write=False)
     return alphas, mmse
+
+
+def _curve_within_table(alphas: np.ndarray, T: int, rho: float) -> np.ndarray:
+    """Hardmax ``E_S`` along increasing ``alphas``, ``NaN`` from the first one beyond the ``T``'s table."""
+    mmse = np.full(len(alphas), np.nan)
+    for i, a in enumerate(alphas):
+        try:
+            mmse[i] = se.solve(float(a), "hardmax", T=T, rho=rho, tol=1e-8).mmse
+        except ValueError:  # q/V beyond hardmax_polytope.TAU_MAX: so is every larger alpha
+            break
+    return mmse
 
 
 @functools.lru_cache(maxsize=64)
@@ -181,11 +196,15 @@ def noisy_curve_cached(rho: float, beta: float, noise: float, lo: float, hi: flo
 
 @functools.lru_cache(maxsize=512)
 def thresholds_cached(channel: str, T: int, rho: float) -> dict:
-    """Thresholds drawn on the SE plots: ``alpha_pr`` (softmax) or ``alpha_wr`` (hardmax, ``rho -> 0``)."""
+    """Thresholds drawn on the SE plots: ``alpha_pr`` (softmax) or ``alpha_wr`` (hardmax, ``rho -> 0``).
+
+    The hardmax ``alpha_bar_WR`` is the closed form at ``T = 2`` and the face formula at ``T = 3``
+    (:func:`aimlib.channels.hardmax_polytope.weak_recovery_threshold`, under a second).
+    """
     if channel == "softmax":
         return {"alpha_pr": float(se.perfect_recovery_threshold(rho, T)), "alpha_wr": None}
-    return {"alpha_pr": None, "alpha_wr": float(rho * hardmax.weak_recovery_threshold()),
-            "alpha_bar_wr": float(hardmax.weak_recovery_threshold())}
+    wr = hardmax.weak_recovery_threshold() if T == 2 else hardmax_polytope.weak_recovery_threshold(T)
+    return {"alpha_pr": None, "alpha_wr": float(rho * wr), "alpha_bar_wr": float(wr)}
 
 
 @functools.lru_cache(maxsize=16)

@@ -57,7 +57,8 @@ def se_panel(channel: str = "softmax", rho: float = 0.5, T: int = 2, alpha_range
     """State-evolution error ``E_S(alpha)`` with controls for ``rho``, ``T``, the channel and the axes.
 
     Controls (``panel.controls``): ``channel`` (softmax/hardmax), ``rho``
-    (log slider), ``T`` (slider), ``alpha_range`` (text ``"lo, hi"``),
+    (log slider), ``T`` (slider; the hardmax up to ``T = 3``, its curve ``NaN`` beyond the
+    ``T = 3`` table's range), ``alpha_range`` (text ``"lo, hi"``),
     ``xscale``/``yscale`` (log/linear).  ``panel.last_data``: ``params``,
     ``alpha``, ``mmse`` (from :func:`aimlib.state_evolution.curve` at the
     rounded ``params``), ``alpha_pr`` (softmax, else ``None``) and
@@ -147,7 +148,7 @@ class _PhasePanel(Panel):
         channel = v.choice("channel", c["channel"].value, CHANNELS)
         T = v.integer("T", c["T"].value, *T_BOUNDS)
         if channel == "hardmax":
-            T = 2  # the hardmax diagram is the T = 2 one; the T control is ignored
+            T = 2  # the T = 3 table of F_out ends before the grid's alpha = 20 at small rho
         return {"channel": channel, "T": T, "contours": bool(c["contours"].value)}
 
     def _compute(self, p):
@@ -185,7 +186,8 @@ class _PhasePanel(Panel):
 def phase_panel(channel: str = "softmax", T: int = 2, contours: bool = True) -> Panel:
     """Phase diagram: ``E_S`` over ``(rho, alpha)`` with ``alpha_PR(rho)`` or the weak-recovery line.
 
-    Controls: ``channel``, ``T`` (softmax; the hardmax diagram is ``T = 2``),
+    Controls: ``channel``, ``T`` (softmax; the hardmax diagram is ``T = 2``: the ``T = 3``
+    table of ``F_out`` ends where ``q/V = 1000``, inside the grid at small ``rho``),
     ``contours`` (checkbox).  ``panel.last_data``: ``rho``, ``alpha`` (grids),
     ``mmse`` (shape ``(len(rho), len(alpha))``), ``rho_line`` and either
     ``alpha_pr`` (softmax) or ``alpha_wr`` (hardmax).

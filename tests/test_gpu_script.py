@@ -1,0 +1,72 @@
+"""The prepared GPU run (``benchmarks/gpu_validate.py``): its threaded ``g_out`` changes no number, and
+every stage runs at a tiny size on NumPy and on the strict CuPy stand-in (its ``--smoke`` mode)."""
+from __future__ import annotations
+
+import json
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from aimlib import model
+from aimlib.channels import make_channel
+from aimlib.tokens import TokenStream
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def script(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import gpu_validate
+
+    return gpu_validate
+
+
+@pytest.mark.parametrize("name, params, rho", [("hardmax", {}, 0.5), ("deep-hardmax", {"c": 0.5}, (0.5, 0.5))])
+def test_threaded_g_out_is_the_channels(script, name, params, rho):
+    ch = make_channel(name, **params)
+    data = model.sample_dataset(1.0, 12, 2, rho, ch, seed=3, backend="numpy")   # g_out runs on the host
+    V = 0.2 if ch.n_indices == 1 else (0.2, 0.3)
+    omega = 0.8 * np.asarray(data.h)
+    with ThreadPoolExecutor(3) as pool:
+        threaded = script.threaded_channel(ch, pool, 3, min_split=10)
+        got = threaded.g_out(data.y, omega, V)
+    assert type(threaded).__name__ == type(ch).__name__
+    np.testing.assert_array_equal(got, ch.g_out(data.y, omega, V))
+
+
+def test_sample_draws_the_librarys_regenerated_data_set(script):
+    ch = make_channel("softmax")
+    regen = {"name": "gaussian", "storage": "regenerate"}
+    ref = model.sample_dataset(0.5, 20, 2, 0.5, ch, 4, tokens=regen, backend="numpy")
+    args = SimpleNamespace(backend="numpy", data_mb=64.0)
+    streamed = script.sample(args, 0.5, 20, 0.5, ch, 4, stored=False)
+    stored = script.sample(args, 0.5, 20, 0.5, ch, 4)
+    assert isinstance(streamed.X, TokenStream) and isinstance(stored.X, np.ndarray)
+    for data in (streamed, stored):
+        np.testing.assert_array_equal(data.y, ref.y)
+        np.testing.assert_array_equal(data.S, ref.S)
+    np.testing.assert_array_equal(stored.X, ref.X.materialise())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["numpy", "cupy"])
+def test_smoke_run_writes_every_stage(script, backend, request, tmp_path, monkeypatch):
+    """``--smoke`` (tiny d) on NumPy, and with ``--backend cupy`` on the strict CuPy stand-in."""
+    if backend == "cupy":
+        request.getfixturevalue("strict_cupy")
+    monkeypatch.setattr(sys, "argv", ["gpu_validate.py"])
+    assert script.main(["--smoke", "--backend", backend, "--out-dir", str(tmp_path)]) == 0
+    for stage in script.STAGES:
+        record = json.loads((tmp_path / f"gpu_{stage}.json").read_text())
+        assert record["command"].startswith("python benchmarks/gpu_validate.py --smoke")
+        assert record["rows"] and all(r["status"] == "done" and r["backend"] == backend for r in record["rows"])
+        assert all(np.all(np.isfinite(r["mmse"])) and r["se_mmse"] is not None for r in record["rows"])
+    rows = json.loads((tmp_path / "gpu_float32.json").read_text())["rows"]
+    assert [r["dtype"] for r in rows] == ["float64", "float32"] and abs(rows[1]["mmse_minus_float64"]) < 0.05
+    deep = json.loads((tmp_path / "gpu_deep.json").read_text())["rows"]
+    assert {r["teachers"] for r in deep} == {"wishart", "centred"} and all(len(r["mmse"]) == 2 for r in deep)
