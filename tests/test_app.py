@@ -136,21 +136,29 @@ def test_playground_app_is_live_and_offline(app, chromium_app):
         _wait_new_image(page, 0, old)
         assert "3" in t_slider.locator(".widget-readout").inner_text()
 
-        # 2. the channel dropdown: hardmax with T = 3 is refused with a readable message
+        # 2. the channel dropdown: the hardmax at T = 3 is drawn (its Bayes side is tabulated to T = 3)
         old = _img_src(se)
         se.locator("select").first.select_option("hardmax")
+        _wait_new_image(page, 0, old)
+        assert se.locator(".aim-panel-error").count() == 0
+
+        # 3. T = 4 by keyboard: refused with a readable message, the last good plot stays
+        old = _img_src(se)
+        t_slider.locator(".noUi-handle").focus()
+        page.keyboard.press("ArrowRight")
         _wait_message(page, 0, True)
         text = se.locator(".aim-panel-error").inner_text()
-        assert "T = 2" in text and "Traceback" not in text
-        assert _img_src(se) == old  # the last good plot stays
+        assert "T <= 3" in text and "Traceback" not in text
+        assert _img_src(se) == old
 
-        # 3. back to T = 2 by keyboard: the hardmax curve is drawn, the message goes away
-        t_slider.locator(".noUi-handle").focus()
+        # 4. back to T = 2 by keyboard: the hardmax curve is drawn, the message goes away
         page.keyboard.press("ArrowLeft")
-        _wait_new_image(page, 0, old)
+        page.keyboard.press("ArrowLeft")
         _wait_message(page, 0, False)
+        _wait_new_image(page, 0, old)
+        assert "2" in t_slider.locator(".widget-readout").inner_text()
 
-        # 4. a non-numeric alpha range typed into the text field
+        # 5. a non-numeric alpha range typed into the text field
         old = _img_src(se)
         field = se.locator("input[type=text]").first
         field.fill("0.01, lots")
