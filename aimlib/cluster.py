@@ -52,7 +52,7 @@ def local_cluster(distributed, workers: int, threads: int):
     """``(cluster, security)``: a LocalCluster reachable from this process only.
 
     Scheduler and workers listen on ``127.0.0.1`` and speak TLS with temporary
-    credentials (:meth:`distributed.security.Security.temporary`) held in memory,
+    credentials (``distributed.security.Security.temporary()``) held in memory,
     so another user of the machine can neither connect nor submit code; there
     is no dashboard, and the HTTP servers (on free ports of ``127.0.0.1``)
     answer only health checks.

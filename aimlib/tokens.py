@@ -316,7 +316,7 @@ class TokenStream:
     def window(self, start: int, stop: int) -> "TokenStream":
         """Samples ``start`` to ``stop`` as a stream of their own: the same draws, read from 0.
 
-        ``start`` must be a multiple of :attr:`chunk` (a window is a run of whole chunks).
+        ``start`` must be a multiple of ``chunk`` (a window is a run of whole chunks).
         """
         start = v.integer("start", start, minimum=0)
         stop = v.integer("stop", stop, minimum=start + 1)
