@@ -5,12 +5,12 @@ import contextvars
 import math
 import numbers
 import os
-import stat
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
+from . import files
 from .backend import get_array_module
 
 # Width ratios for which every routine of aimlib is tested to full accuracy.
@@ -315,9 +315,11 @@ def bounded(name: str, value, low: float | None = None, high: float | None = Non
 def output_file(name: str, path) -> Path:
     """Return ``pathlib.Path(path)`` for a file to create or append to.
 
-    Refused (``ValueError`` naming ``name``): an empty path, a directory, an
-    existing file that is not a regular file (a device such as ``/dev/null``, a
-    pipe, a socket) and a path that cannot be inspected (e.g. below a file).
+    Refused (``ValueError`` naming ``name``): an empty path, a path that cannot
+    be inspected (e.g. below a file) and an existing path that
+    :func:`aimlib.files.open_output` would refuse: a symbolic link, a
+    directory, a device such as ``/dev/null``, a pipe, a socket, a file of
+    another user or a file with hard links.
     """
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"{name} must be a path, got {type(path).__name__} {path!r}")
@@ -325,14 +327,7 @@ def output_file(name: str, path) -> Path:
     if not text:
         raise ValueError(f"{name} must be a file path, got an empty path")
     try:
-        mode = os.stat(text).st_mode
-    except FileNotFoundError:
-        return Path(text)
+        files.check_output(name, text)
     except OSError as exc:
         raise ValueError(f"{name}: cannot use {str(text)!r} ({exc.strerror or exc})") from None
-    if stat.S_ISDIR(mode):
-        raise ValueError(f"{name} must be a file, but {str(text)!r} is a directory")
-    if not stat.S_ISREG(mode):
-        raise ValueError(f"{name} must be a regular file, but {str(text)!r} is a device, a pipe "
-                         "or a socket")
     return Path(text)

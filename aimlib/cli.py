@@ -21,8 +21,9 @@ Commands
 
         python -m aimlib amp --channel softmax --T 2 --rho 0.5 --alpha 0.1 --d 200 --seed 0
 
-    ``--scheduler local|tcp://host:8786 [--shards K]`` shards the samples over Dask
-    workers (:mod:`aimlib.amp.shards`).
+    ``--scheduler local|tls://host:port [--shards K]`` shards the samples over Dask
+    workers (:mod:`aimlib.amp.shards`); a scheduler at an address only over TLS, with the
+    credentials in Dask's configuration (:mod:`aimlib.cluster`).
 
 ``gd``
     Gradient descent (Adam) from ``--restarts`` random initialisations on the
@@ -39,7 +40,7 @@ Both take ``--backend numpy|cupy``, ``--dtype float32|float64``, ``--tokens LAW`
     there are reused, so an interrupted sweep resumes where it stopped::
 
         python -m aimlib sweep sweeps/softmax_se.yaml --out sweeps/softmax_se.csv \
-            [--scheduler local|tcp://host:8786] [--workers N] [--no-progress] [--dry-run]
+            [--scheduler local|tls://host:port] [--workers N] [--no-progress] [--dry-run]
 
     A bad spec exits with status 2 and one line naming the field; runs that
     fail (no row written) make the exit status 1.
@@ -78,6 +79,7 @@ from .channels.registry import CHANNELS
 from .cli_checks import (RANGES, Once, Parser, check_channel, check_gd, check_numbers, check_samples,
                          token_law_type)
 from .cli_output import columns, fmt, print_row, print_table, values
+from .cluster import CREDENTIALS, check_scheduler
 from .errors import ConvergenceError
 from .priors import TEACHER_FAMILIES, make_priors
 from .tokens import STORAGES, token_law
@@ -231,6 +233,10 @@ def _run_arguments(p):
                    help="law of the token entries: a name, or JSON with 'name' and parameters (default: gaussian)")
 
 
+#: where the credentials of a TLS scheduler come from, for the help of --scheduler
+_TLS_HELP = f"your CA, certificate and key in Dask's configuration: {', '.join(CREDENTIALS.values())}"
+
+
 def _amp_arguments(p):
     _run_arguments(p)
     _add_channel(p)
@@ -243,17 +249,20 @@ def _amp_arguments(p):
                    help="store (default) or regenerate: hold no tokens, redraw each chunk of samples in every pass")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="shard the samples over Dask workers: 'local' (a LocalCluster on this machine, TLS) "
-                        "or a scheduler address tcp://host:port (default: one process)")
+                        f"or a scheduler at tls://host:port ({_TLS_HELP}) (default: one process)")
     p.add_argument("--shards", type=RANGES["positive_int"], default=None,
                    help="runs of samples, one per worker by default (with --scheduler; 'local' starts this "
-                        "many workers, default 2)")
+                        "many workers, default 2, at most the CPUs: each is a process of ~100 MB)")
 
 
 def _amp_run(args) -> int:
     ch = _channel(args)
     check_samples(args)
     if args.shards is not None and args.scheduler is None:
-        raise UsageError("--shards needs --scheduler ('local' or tcp://host:port)")
+        raise UsageError("--shards needs --scheduler ('local' or tls://host:port)")
+    if args.scheduler is not None:
+        check_scheduler("--scheduler", args.scheduler)
+        aimlib.amp.shards.check_shards("--shards", args.shards, args.scheduler)
     given = {k: getattr(args, k) for k in ("damping", "tol", "scheduler", "shards") if getattr(args, k) is not None}
     tokens = token_law(args.tokens).with_storage(args.tokens_storage)
     row = aimlib.amp.run_amp(ch, args.T, _rho(args, ch), args.alpha, args.d, args.seed, backend=args.backend,
@@ -303,7 +312,7 @@ def _sweep_arguments(p):
     p.add_argument("--out", default=None,
                    help="results CSV (default: SPEC with the suffix .csv); finished rows are reused")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="'local' (a Dask LocalCluster), a Dask scheduler address tcp://host:port, "
+                   help=f"'local' (a Dask LocalCluster), a Dask scheduler at tls://host:port ({_TLS_HELP}), "
                         "or 'serial' (default: a local process pool)")
     p.add_argument("--workers", type=RANGES["positive_int"], default=None,
                    help="local worker processes (default: the number of CPUs)")
@@ -319,6 +328,8 @@ def _sweep_run(args) -> int:
     _validate.output_file("--out", out)
     if args.workers is not None:
         sweep.check_workers("--workers", args.workers)
+    if args.scheduler is not None:
+        check_scheduler("--scheduler", args.scheduler, sweep.driver.SCHEDULER_NAMES)
     prog = "python -m aimlib sweep"
 
     def _terminate(signum, frame):  # SIGTERM (kill, scancel, SLURM walltime): stop cleanly

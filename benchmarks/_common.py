@@ -3,8 +3,9 @@
 A record is one JSON object: ``benchmark`` (its name), the fields of
 :func:`machine` (when and on what it ran), then the benchmark's own numbers,
 all at the top level.  ``book/performance.md`` reads ``date``, ``platform``
-and ``blas_threads`` from it.  This module imports nothing heavy, so a script
-can call :func:`set_blas_threads` before it imports NumPy.
+and ``blas_threads`` from it.  This module imports nothing heavy (of aimlib only
+:mod:`aimlib.files`, which opens the record without following a link), so a
+script can call :func:`set_blas_threads` before it imports NumPy.
 """
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import os
 import platform
 from importlib import metadata
 from pathlib import Path
+
+from aimlib import files
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
@@ -67,7 +70,9 @@ def write_record(name: str, numbers: dict, path: str | Path | None = None) -> Pa
         The benchmark's results (JSON-serialisable); none of its keys may be a
         key of :func:`machine` (ValueError otherwise).
     path : str or Path, optional
-        Where to write; by default ``benchmarks/results/<name>.json``.
+        Where to write; by default ``benchmarks/results/<name>.json``.  A
+        symbolic link, another user's file or a file with hard links is
+        refused (:func:`aimlib.files.open_output`, a ``ValueError``).
 
     Returns
     -------
@@ -81,6 +86,7 @@ def write_record(name: str, numbers: dict, path: str | Path | None = None) -> Pa
     record.update(numbers)
     out = Path(path) if path is not None else RESULTS / f"{name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(record, indent=2) + "\n")
+    with os.fdopen(files.open_output("path", out), "w") as fh:
+        fh.write(json.dumps(record, indent=2) + "\n")
     print(f"wrote {out}")
     return out

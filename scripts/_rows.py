@@ -1,29 +1,54 @@
 """How the scripts write their data: a ``# made by:`` line, a CSV header, then one row per run; their ``--out``.
 
 Each row is flushed as it comes, so a long run that stops keeps what it made.
+``--out`` is opened by :func:`aimlib.files.open_output`: a symbolic link,
+another user's file or a file with hard links is refused (checked when the
+command line is read, before any run, and again when the file is opened).
 """
 from __future__ import annotations
 
 import argparse
 import csv
+import os
+import sys
 from pathlib import Path
+
+from aimlib import files
 
 #: where the committed data live
 DATA = Path(__file__).resolve().parents[1] / "book" / "data"
+
+
+def _out_path(text: str) -> str:
+    """``--out`` as given, if :func:`aimlib.files.check_output` accepts it (else an argparse error)."""
+    try:
+        files.check_output("--out", text)
+    except (ValueError, OSError) as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def data_parser(doc: str, name: str | None) -> argparse.ArgumentParser:
     """The command line of a data script: its docstring's first line, and ``--out`` (default ``DATA / name``)."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     where = f"book/data/{name}" if name else "the grid's file in book/data"
-    parser.add_argument("--out", default=None if name is None else str(DATA / name),
+    parser.add_argument("--out", type=_out_path, default=None if name is None else str(DATA / name),
                         help=f"the CSV to write (default: {where})")
     return parser
 
 
 def write_rows(path, command: str, columns, rows) -> int:
-    """Write ``rows`` (dicts; keys outside ``columns`` are left out) to ``path``; returns 0, the exit status."""
-    with open(path, "w", newline="") as fh:
+    """Write ``rows`` (dicts; keys outside ``columns`` are left out) to ``path``; returns 0, the exit status.
+
+    A ``path`` that :func:`aimlib.files.open_output` refuses ends the script
+    with a one-line message and exit status 2, before a row is made.
+    """
+    try:
+        fd = files.open_output("--out", path)
+    except files.RefusedFile as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    with os.fdopen(fd, "w", newline="") as fh:
         fh.write(f"# made by: {command}\n")
         writer = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
         writer.writeheader()

@@ -1,4 +1,5 @@
-"""Shared fixtures: the array module under test, the strict CuPy stand-in and the built book.
+"""Shared fixtures: the array module under test, the strict CuPy stand-in, the built book and a
+folder shared with another local user.
 
 ``AIMLIB_TEST_BACKEND=cupy`` runs the array tests on the GPU; NumPy otherwise.
 ``AIMLIB_TEST_BACKEND=strict-cupy`` runs them, with every array :mod:`aimlib`
@@ -13,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -101,6 +103,18 @@ def built_book():
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     proc.stdout = proc.stdout + proc.stderr
     return proc, BUILD / "html"
+
+
+@pytest.fixture
+def shared():
+    """A folder like /tmp (mode 1777, reachable by every user), where another local user
+    (``nobody``) plants names; the tests that act as that user need root (skipped otherwise)."""
+    if os.geteuid() != 0:
+        pytest.skip("acting as another local user (nobody) needs root")
+    path = Path(tempfile.mkdtemp(dir="/tmp", prefix="aim-shared-"))
+    path.chmod(0o1777)
+    yield path
+    shutil.rmtree(path)
 
 
 def toc_files() -> list[Path]:

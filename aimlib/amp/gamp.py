@@ -200,8 +200,9 @@ def gamp_rie(X, y, channel: Channel, rho, *, S=None, damping: float = 0.5, max_i
     scheduler, shards : optional
         Shard the samples over a Dask cluster (:mod:`aimlib.amp.shards`): ``'local'`` (a
         cluster of ``shards`` workers, default 2, on this machine, TLS with temporary
-        credentials), an address ``'tcp://host:port'`` or a ``distributed.Client``;
-        ``shards`` runs of samples (default: one per worker).  The same numbers as one
+        credentials, at most as many workers as CPUs), a TLS address ``'tls://host:port'``
+        (the credentials in Dask's configuration, :mod:`aimlib.cluster`) or a
+        ``distributed.Client``; ``shards`` runs of samples (default: one per worker).  The same numbers as one
         process up to round-off; symmetric priors only.
 
     Raises

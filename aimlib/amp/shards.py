@@ -20,25 +20,46 @@ run up to the order of the additions (round-off).
 
 The cluster is the sweeps' (:func:`aimlib.cluster.dask_client`):
 ``'local'`` starts a ``LocalCluster`` on ``127.0.0.1`` with TLS and temporary
-credentials (no other process can connect), an address connects to a running
-scheduler, a ``distributed.Client`` is used as is.  Symmetric priors only (one
-or several layers); the square prior of untied key and query runs in one process.
+credentials (no other process can connect) and a private scratch space, a TLS
+address ``'tls://host:port'`` connects to a running scheduler with the user's
+credentials, a ``distributed.Client`` is used as is.  ``'local'`` starts one worker
+per shard, at most as many as CPUs (:func:`check_shards`), and a run has at most as
+many shards as chunks of samples.  Symmetric priors only (one or several layers);
+the square prior of untied key and query runs in one process.
 """
 from __future__ import annotations
 
 import contextlib
 import math
+import os
 
 import numpy as np
 
 from .. import _validate as v
 from ..backend import backend_name, module_named, to_device, to_host
-from ..cluster import dask_client
+from ..cluster import check_workers, dask_client
 from ..tokens import TokenStream
 from .problem import make_problem
 from .steps import channel_sums
 
-__all__ = ["Shard", "Shards", "sharded", "shard_bounds"]
+__all__ = ["Shard", "Shards", "check_shards", "sharded", "shard_bounds"]
+
+#: the workers of a ``'local'`` cluster when ``shards`` is not given
+DEFAULT_LOCAL_SHARDS = 2
+
+
+def check_shards(name: str, shards, scheduler):
+    """``shards`` (``None`` or an integer) if a run on ``scheduler`` can have that many, else a ``ValueError``.
+
+    ``'local'`` starts one worker process (~100 MB) per shard, so at most as many as CPUs
+    (:func:`aimlib.cluster.check_workers`); on another cluster the shards share its workers.
+    Either way a run has at most as many shards as chunks of samples (:func:`shard_bounds`).
+    """
+    if shards is None:
+        return None
+    if _is_local(scheduler):
+        return check_workers(name, shards)
+    return v.integer(name, shards, minimum=1)
 
 
 def shard_bounds(n: int, chunk: int, shards: int) -> list:
@@ -84,13 +105,18 @@ class Shard:
 
 
 class Shards:
-    """The shards of one run, as actors on the workers of ``client`` (round robin), and their sum."""
+    """The shards of one run, as actors on the workers of ``client`` (round robin), and their sum.
 
-    def __init__(self, client, p, shards: int):
+    :meth:`close` releases the actors; it runs before the client closes, so no worker is
+    shut down while it still holds one.
+    """
+
+    def __init__(self, client, p, shards: int | None):
         workers = sorted(client.scheduler_info()["workers"])
         if not workers:
             raise ValueError("scheduler: the Dask cluster has no workers")
-        self.bounds = shard_bounds(p.n, p.chunk_size, shards)
+        self.client = client
+        self.bounds = shard_bounds(p.n, p.chunk_size, shards or len(workers))
         self.xp, self.dtype = p.xp, p.dtype
         y = to_host(p.y)
         futures = []
@@ -101,7 +127,14 @@ class Shards:
             futures.append(client.submit(Shard, Xk, client.scatter(y[a:b], workers=where), p.channel, p.priors,
                                          p.dtype, p.chunk_size, p.damping, _damp_name(p), backend_name(p.xp),
                                          actor=True, workers=where, allow_other_workers=False))
+        self.futures = futures
         self.actors = [f.result() for f in futures]
+
+    def close(self):
+        """Release the actors (their workers drop the shards' samples and messages)."""
+        self.actors = []
+        self.client.cancel(self.futures)
+        self.futures = []
 
     def channel_sums(self, S_hat, m, ons, t):
         """The sums of every shard, added (``B`` on the driver's array module)."""
@@ -114,6 +147,10 @@ class Shards:
         return [to_device(b, self.xp).astype(self.dtype, copy=False) for b in B], W, np.asarray(tr)
 
 
+def _is_local(scheduler) -> bool:
+    return isinstance(scheduler, str) and scheduler == "local"
+
+
 def _damp_name(p) -> str:
     """The ``damp`` option of :func:`~aimlib.amp.gamp_rie` that gave ``p.damp_g`` and ``p.damp_S``."""
     return "both" if p.damp_g and p.damp_S else ("messages" if p.damp_g else "state")
@@ -123,17 +160,20 @@ def _damp_name(p) -> str:
 def sharded(p, scheduler, shards: int | None, threads: int = 1):
     """Give ``p`` its :class:`Shards` on the cluster of ``scheduler`` for the duration of the block.
 
-    ``shards`` defaults to the number of workers (``'local'``: 2 workers of ``threads``
-    BLAS threads, or ``shards`` of them).
+    ``shards`` (:func:`check_shards`) defaults to the number of workers; ``'local'``
+    starts ``shards`` workers of ``threads`` BLAS threads (default
+    :data:`DEFAULT_LOCAL_SHARDS`, at most the CPUs), never more than there are chunks
+    of samples.  On exit the actors are released, then the client and a local cluster close.
     """
     if not p.priors[0].symmetric:
         raise ValueError("scheduler: sharded GAMP-RIE runs symmetric priors (one or several layers); "
                          "the square prior of untied key and query runs in one process (scheduler=None)")
-    shards = None if shards is None else v.integer("shards", shards, minimum=1)
-    with dask_client(scheduler, shards or 2, threads) as client:
-        n = shards or len(client.scheduler_info()["workers"])
-        p.shards = Shards(client, p, n)
+    shards = check_shards("shards", shards, scheduler)
+    local = min(shards or DEFAULT_LOCAL_SHARDS, os.cpu_count() or 1, math.ceil(p.n / p.chunk_size))
+    with dask_client(scheduler, local, threads) as client:
+        p.shards = Shards(client, p, local if _is_local(scheduler) else shards)
         try:
             yield p
         finally:
+            p.shards.close()
             p.shards = None

@@ -36,7 +36,8 @@ Modules
 :mod:`~aimlib.sweep.store`
     the results file (:data:`COLUMNS`, :func:`read_results`): appended to one
     ``fsync``-ed line at a time under a lock, resumable after a crash, and
-    never written unless its header is the sweep's own;
+    never written unless its header is the sweep's own, nor through a symbolic
+    link or into another user's file (:mod:`aimlib.files`);
 :mod:`~aimlib.sweep.diskio`
     whole-line appends and atomic replacements; a write that fails (a full
     disk) leaves no partial row and raises :class:`StorageError`;
@@ -74,8 +75,12 @@ On a SLURM cluster, start the workers with ``dask-jobqueue`` and pass the client
     sweep.run_sweep("sweeps/softmax_amp_gd_d300.yaml", "sweeps/softmax_amp_gd_d300.csv",
                     scheduler=Client(cluster))
 
-(or run ``python -m aimlib sweep SPEC --scheduler tcp://...`` against the
-scheduler of such a cluster).  The CSV is written only by the submitting
+(or run ``python -m aimlib sweep SPEC --scheduler tls://host:port`` against the
+scheduler of such a cluster, with your CA, certificate and key in Dask's
+configuration, :data:`aimlib.cluster.CREDENTIALS`; a ``tcp://`` address is
+refused, as whoever listens there could run code in the sweep's process, so give
+the cluster TLS credentials with its ``security=`` option).  A client passed in is
+used as is.  The CSV is written only by the submitting
 process, so it must live on a disk that process can write; the workers need
 no shared file system.
 

@@ -4,9 +4,11 @@
 it; if the write fails part way (a full disk, a quota, an I/O error) the file
 is cut back to its previous size, so a ``csv`` reader never sees a torn row,
 and :class:`StorageError` says which file and how much space is left.
-:func:`replace` writes a new file under a fresh hidden name beside the old one
-and renames it over it (a failed write removes the temporary file and leaves
-the old file as it was).
+:func:`replace` writes a new file under a fresh hidden name beside the old one,
+created with ``O_EXCL`` (never an existing file or a link planted there), and
+renames it over it (a failed write removes the temporary file and leaves the
+old file as it was); a path that :func:`aimlib.files.check_output` refuses (a
+symbolic link, another user's file) is not replaced.
 """
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ import os
 import secrets
 import shutil
 from pathlib import Path
+
+from .. import files
 
 try:  # POSIX only: without it (Windows) a results file is not locked
     import fcntl
@@ -85,11 +89,24 @@ def replace(path: Path, data: bytes, *, keep_open: bool = False) -> int | None:
 
     With ``keep_open`` the new file stays open for appending, locked
     (:func:`flock`), and its descriptor is returned; otherwise it is closed.
+
+    Raises
+    ------
+    aimlib.files.RefusedFile
+        ``path`` is a symbolic link, not a regular file, another user's or has
+        hard links; nothing was written.
+    StorageError
+        The new file could not be written; ``path`` is as it was.
     """
+    try:
+        files.check_output("--out", path)
+    except OSError as exc:
+        raise storage_error(exc, path) from None
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND  # O_EXCL: a link is not followed
     while True:
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
         try:
-            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+            fd = os.open(tmp, flags, 0o644)
             break
         except FileExistsError:  # pragma: no cover - a name drawn twice
             continue

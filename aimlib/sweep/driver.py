@@ -10,13 +10,14 @@ from pathlib import Path
 
 from .. import _validate
 from .._optional import optional_import
-from ..cluster import dask_client
+from ..cluster import check_scheduler, check_workers, dask_client
 from . import runners, schedulers
 from .failures import check_failures_file, failures_path, record_failures
 from .spec import expand, load_spec
 from .store import ResultsFile, read_results, stored_keys
 
-_SCHEDULER_NAMES = ("serial", "local", "processes")
+#: the schedulers a sweep takes by name; besides them a TLS address or a ``distributed.Client``
+SCHEDULER_NAMES = ("serial", "processes", "local")
 
 
 @dataclass
@@ -114,28 +115,12 @@ def _compute(results: ResultsFile, report: SweepReport, bar, runner):
         bar.close()
 
 
-def check_workers(name: str, workers) -> int:
-    """``workers`` if it is an integer from 1 to the CPUs, else a ``ValueError`` naming ``name``.
-
-    Each local worker is a Python process of about 100 MB, so more of them than
-    CPUs only costs memory.
-    """
-    cpus = os.cpu_count() or 1
-    workers = _validate.integer(name, workers)
-    if not 1 <= workers <= cpus:
-        raise ValueError(f"{name} must be between 1 and {cpus} (the CPUs of this machine; each "
-                         f"worker is a process of ~100 MB), got {workers}; pass {name} {cpus} "
-                         "or fewer")
-    return workers
-
-
 def _check_arguments(out, scheduler, workers, threads_per_worker) -> tuple[Path, int]:
     path = _validate.output_file("out", out)
     workers = check_workers("workers", os.cpu_count() or 1 if workers is None else workers)
     _validate.integer("threads_per_worker", threads_per_worker, 1)
-    if isinstance(scheduler, str) and not (scheduler in _SCHEDULER_NAMES or "://" in scheduler):
-        raise ValueError(f"scheduler must be 'serial', 'local', 'processes' or an address like "
-                         f"'tcp://host:8786', got {scheduler!r}")
+    if isinstance(scheduler, str):
+        check_scheduler("scheduler", scheduler, SCHEDULER_NAMES, client=True)
     return path, workers
 
 
@@ -150,12 +135,12 @@ def run_sweep(spec, out, *, scheduler=None, workers: int | None = None,
     out : path
         The results CSV (created if missing; its finished rows are reused).  A
         file that is not a sweep results file is refused and left untouched.
-    scheduler : None, 'serial', 'processes', 'local', an address 'tcp://...', or a distributed.Client
-        Where to run (see :mod:`aimlib.sweep.schedulers`).  ``None``: a local
-        process pool (serial if ``workers == 1``).
+    scheduler : None, 'serial', 'processes', 'local', a TLS address 'tls://host:port', or a distributed.Client
+        Where to run (see :mod:`aimlib.sweep.schedulers`; :func:`aimlib.cluster.check_scheduler`).
+        ``None``: a local process pool (serial if ``workers == 1``).
     workers : int, optional
         Worker processes for the process pool and ``'local'``, from 1 to the
-        number of CPUs (:func:`check_workers`; default: CPUs).
+        number of CPUs (:func:`aimlib.cluster.check_workers`; default: CPUs).
     threads_per_worker : int
         BLAS threads per local worker (default 1).
     progress : bool

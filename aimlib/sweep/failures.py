@@ -17,9 +17,9 @@ import csv
 import io
 import json
 import os
-import stat
 from pathlib import Path
 
+from .. import files
 from . import diskio
 from .spec import expand
 
@@ -34,18 +34,26 @@ def failures_path(out) -> Path:
     return out.with_name(out.stem + ".failures.csv")
 
 
-def _read(path: Path) -> dict:
-    """The recorded failures by key (none without a file); ``ValueError`` for a foreign file."""
+def _read(path: Path, *, output: bool = False) -> dict:
+    """The recorded failures by key (none without a file); ``ValueError`` for a foreign file.
+
+    The file is opened without waiting on a pipe or device
+    (:func:`aimlib.files.open_input`); with ``output`` (it is to be rewritten)
+    a path that :func:`aimlib.files.check_output` refuses -- a symbolic link,
+    another user's file -- is refused too.
+    """
     try:
-        mode = os.stat(path).st_mode
+        if output:
+            files.check_output("--out", path)
+        fd = files.open_input("--out", path)
     except FileNotFoundError:
         return {}
+    except files.RefusedFile as exc:
+        raise _foreign(path, f"it {exc.finding}") from None
     except OSError as exc:
         raise _foreign(path, exc.strerror or str(exc)) from None
-    if not stat.S_ISREG(mode):
-        raise _foreign(path, "it is not a regular file")
     try:
-        with open(path, "rb") as fh:
+        with os.fdopen(fd, "rb") as fh:
             head = fh.readline(len(_HEADER) + 2)  # the header line, and no more of a foreign file
             if head and head.rstrip(b"\r\n") != _HEADER.encode():
                 raise _foreign(path, "its header is not that of a sweep's failures")
@@ -67,9 +75,10 @@ def check_failures_file(out) -> None:
     """Refuse (``ValueError``) a failures file of ``out`` that the sweep did not write.
 
     Called before a sweep computes anything, so that a foreign file of that
-    name (notes, another CSV, a folder) is neither overwritten nor removed.
+    name (notes, another CSV, a folder, a symbolic link, another user's file)
+    is neither overwritten nor removed.
     """
-    _read(failures_path(out))
+    _read(failures_path(out), output=True)
 
 
 def _line(run, message: str) -> dict:
@@ -87,7 +96,8 @@ def record_failures(out, failures, retried, stored) -> None:
     not retried (another spec's, say) are kept; the file is removed when empty.
     """
     path = failures_path(out)
-    kept = {k: row for k, row in _read(path).items() if k not in retried and k not in stored}
+    kept = {k: row for k, row in _read(path, output=True).items()
+            if k not in retried and k not in stored}
     kept.update({run.key: _line(run, message) for run, message in failures})
     if not kept:
         try:

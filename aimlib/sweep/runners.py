@@ -25,7 +25,6 @@ records the law under ``tokens`` in the ``options`` column.
 """
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import math
 import socket
@@ -36,7 +35,7 @@ from .. import __version__, amp, gd, state_evolution as se
 from ..backend import backend_name, module_named
 from ..priors import make_priors
 from .keys import Run, make_run_channel
-from .store import COLUMNS
+from .store import COLUMNS, timestamp
 
 
 def _make_channel(run: Run):
@@ -116,7 +115,7 @@ def execute(run: Run) -> dict:
     row.update(_param_columns(run))
     row.update(seconds=time.perf_counter() - t0, aimlib_version=__version__,
                backend=backend, hostname=socket.gethostname(),
-               timestamp=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+               timestamp=timestamp())
     return row
 
 

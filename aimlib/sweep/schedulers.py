@@ -12,14 +12,20 @@ runs finish; closing it cancels the runs not yet started.
 ``'local'``
     a ``dask.distributed.LocalCluster`` started for the sweep
     (``workers`` processes, one thread each), on ``127.0.0.1`` only, with
-    TLS and temporary credentials (no other process can connect), no dashboard;
-``'tcp://host:8786'``
-    an existing Dask cluster (its workers need ``aimlib`` installed);
+    TLS and temporary credentials (no other process can connect), no dashboard,
+    a private scratch space;
+``'tls://host:port'``
+    an existing Dask cluster, reached over TLS with the user's credentials from
+    Dask's configuration (its workers need ``aimlib`` installed); an address of
+    another protocol (``tcp://``) is refused, see :mod:`aimlib.cluster`;
 a ``distributed.Client``
     used as is (left open).
 
 A Dask scheduler is connected by :func:`aimlib.cluster.dask_client` before the
-sweep touches its results file, so an unreachable address changes no file.
+sweep touches its results file, so an unreachable address changes no file.  On
+Dask a run that raises is returned as a value (:func:`run_caught`), so the sweep
+reports it once, as on the other schedulers; a worker that dies is still Dask's
+error, logged by Dask and reported as the run's failure.
 
 Local workers run BLAS with ``threads`` threads (``OMP_NUM_THREADS`` & co.
 are set for them unless already set).
@@ -38,13 +44,26 @@ from ..cluster import worker_env
 
 #: how often a pool worker checks that its parent is alive
 PARENT_POLL_SECONDS = 0.25
+
+
 def serial(execute: Callable, todo: list) -> Iterator:
     """Run ``execute`` on each run of ``todo`` in this process."""
     for run in todo:
-        try:
-            yield run, execute(run)
-        except Exception as exc:  # noqa: BLE001 - reported, the sweep goes on
-            yield run, exc
+        row, exc = run_caught(execute, run)
+        yield run, row if exc is None else exc
+
+
+def run_caught(execute: Callable, run):
+    """``(row, None)``, or ``(None, exception)`` when ``execute(run)`` raises: a failed run as a value.
+
+    Every scheduler reports a failed run once, in the sweep's report and failures file;
+    on Dask a task that raised would also be logged by its worker ("Compute Failed",
+    with the traceback).
+    """
+    try:
+        return execute(run), None
+    except Exception as exc:  # noqa: BLE001 - reported by the sweep, which goes on
+        return None, exc
 
 
 def exit_with_parent(parent: int, interval: float = PARENT_POLL_SECONDS):
@@ -83,6 +102,16 @@ def _collect(futures: dict, as_completed) -> Iterator:
             yield run, exc
 
 
+def _unwrap(results: Iterator) -> Iterator:
+    """``(run, row or exception)`` from ``(run, (row, exception))`` (:func:`run_caught`) or ``(run, Dask's error)``."""
+    for run, res in results:
+        if isinstance(res, BaseException):   # the task itself failed: a worker died, a pickling error
+            yield run, res
+        else:
+            row, exc = res
+            yield run, row if exc is None else exc
+
+
 def dask(execute: Callable, todo: list, client) -> Iterator:
     """Run ``todo`` through the ``distributed.Client`` ``client`` (see :func:`aimlib.cluster.dask_client`)."""
     distributed = optional_import("distributed", "a Dask scheduler")
@@ -90,10 +119,10 @@ def dask(execute: Callable, todo: list, client) -> Iterator:
     try:
         n = len(todo)
         for i, run in enumerate(todo):
-            fut = client.submit(execute, run, key=f"aimlib-sweep-{run.key}", pure=False,
+            fut = client.submit(run_caught, execute, run, key=f"aimlib-sweep-{run.key}", pure=False,
                                 priority=n - i)
             futures[fut] = run
-        yield from _collect(futures, distributed.as_completed)
+        yield from _unwrap(_collect(futures, distributed.as_completed))
     finally:
         pending = [f for f in futures if not f.done()]
         if pending:

@@ -8,12 +8,16 @@ names the line:
   (a "billion laughs" file of 1 KB becomes gigabytes once printed or compared);
 * a key repeated in one mapping (plain YAML keeps the last one silently);
 * nesting deeper than :data:`MAX_DEPTH` levels, and files larger than
-  :data:`MAX_BYTES`.
+  :data:`MAX_BYTES`;
+* a path that is not a regular file (a pipe, a device, a folder, a socket),
+  refused without waiting on it (:func:`aimlib.files.open_input`).
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+from .. import files
 from .._optional import optional_import
 from .fields import SpecError, shown
 
@@ -63,9 +67,11 @@ def _loader(yaml, path: Path):
 def read_spec_file(path: Path):
     """The parsed contents of the YAML spec file ``path`` (a :class:`SpecError` for a bad file)."""
     try:
-        with open(path, "rb") as fh:
+        with os.fdopen(files.open_input("spec file", path), "rb") as fh:
             raw = fh.read(MAX_BYTES + 1)
         text = raw.decode()
+    except files.RefusedFile as exc:
+        raise SpecError(str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:
         reason = getattr(exc, "strerror", None) or exc
         raise SpecError(f"cannot read spec file {str(path)!r}: {reason}") from None

@@ -9,26 +9,33 @@ A file is only ever written after its first line is recognised as exactly
 the header :data:`COLUMNS` (an empty file, or one that holds a prefix of
 that header, as a writer killed while creating it leaves, is a new results
 file).  Anything else -- another CSV, a spec, a one-line file, binary data --
-is refused with a ``ValueError`` and left untouched.  In a recognised file an
-incomplete last line (bytes after the last newline, left by a killed writer)
-is cut off and its run recomputed, and rows repeated with the same key are
-removed; rewrites go to a locked, ``fsync``-ed temporary file that replaces
-the file with ``os.replace``.  A row that cannot be written (a full disk) is
-not written at all (:mod:`~aimlib.sweep.diskio`).
+is refused with a ``ValueError`` and left untouched, and so is a path that
+:func:`aimlib.files.open_output` refuses (a symbolic link, a file of another
+user, ...).  In a recognised file a last line without its newline is kept when
+it is a whole row (every column, each value valid, the timestamp whole; a
+row copied or edited by hand may lack the final newline),
+and the newline is added; otherwise it is a row cut off by a killed writer, cut
+off the file with a warning that says what was found, and its run is
+recomputed.  Rows repeated with the same key are removed; rewrites go to a
+locked, ``fsync``-ed temporary file that replaces the file with
+``os.replace``.  A row that cannot be written (a full disk) is not written at
+all (:mod:`~aimlib.sweep.diskio`).
 """
 from __future__ import annotations
 
 import csv
+import datetime
 import io
 import json
 import os
-import stat
+import re
 import threading
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from .. import files
 from . import diskio
 
 #: the CSV columns, in order
@@ -57,6 +64,16 @@ _FLOAT_COLUMNS = {"alpha", "alpha_bar", "beta", "noise", "c", "mmse", "q", "mmse
 _BOOL_COLUMNS = {"converged"}
 #: one number, or a JSON list of one number per teacher (layered channels)
 _LIST_COLUMNS = {"rho", "mmse_layers", "mmse_pred_layers"}
+#: a row's ``timestamp`` (:func:`timestamp`): UTC, to the second, with its offset
+_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d")
+
+
+def timestamp() -> str:
+    """The ``timestamp`` of a row finished now.
+
+    ISO 8601, UTC, to the second, with its offset (``2025-01-31T12:34:56+00:00``).
+    """
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def _format(x) -> str:
@@ -97,14 +114,16 @@ def _parse(name: str, text: str):
 
 
 def read_results(path, *, keys: Iterable[str] | None = None) -> list[dict]:
-    """The rows of a sweep CSV as dicts with typed values (an incomplete last line is skipped).
+    """The rows of a sweep CSV as dicts with typed values, one per key, in file order.
 
+    A last line cut off by an interrupted write is skipped (one that lacks only
+    its newline is a whole row); a file that is not a sweep
+    results file, or not a regular file, is refused with a ``ValueError``.
     ``keys`` (e.g. ``[r.key for r in expand(spec)]``) selects and orders rows.
     """
-    text = Path(path).read_text()
-    complete = text[: text.rfind("\n") + 1]
-    rows = [{k: _parse(k, r.get(k) or "") for k in COLUMNS}
-            for r in csv.DictReader(io.StringIO(complete))]
+    found = _contents(Path(path))
+    rows = [{k: _parse(k, v) for k, v in zip(COLUMNS, next(csv.reader([found.lines[key]])))}
+            for key in found.order]
     if keys is None:
         return rows
     by_key = {r["key"]: r for r in rows}
@@ -115,11 +134,25 @@ def read_results(path, *, keys: Iterable[str] | None = None) -> list[dict]:
 class _Contents:
     """A recognised results file: its rows by key, their order, and what to repair."""
 
-    lines: dict  # key -> complete CSV line (first occurrence)
-    order: list  # keys in file order
-    end: int  # bytes of complete lines, header included (0: no complete header)
-    duplicates: int  # rows repeating an earlier key
-    old: bool = False  # the header is OLD_COLUMNS (the lines are converted to COLUMNS)
+    old: bool  # the header is OLD_COLUMNS (the lines are converted to COLUMNS)
+    end: int = 0  # bytes of the header and the rows kept (0: no complete header)
+    lines: dict = field(default_factory=dict)  # key -> CSV line of COLUMNS (first occurrence)
+    order: list = field(default_factory=list)  # keys in file order
+    duplicates: int = 0  # rows repeating an earlier key
+    torn: str = ""  # what was found after the rows kept, to be cut off ("": nothing)
+    unterminated: bool = False  # the last row kept lacks its newline
+
+    def add(self, fields: list[str], line: str):
+        """Keep the row ``fields`` (the CSV ``line``, no newline) unless its key came before."""
+        if fields[0] in self.lines:
+            self.duplicates += 1
+            return
+        if self.old:
+            line = _csv_line(dict(zip(OLD_COLUMNS, fields)).get(c, "") for c in COLUMNS)
+        else:
+            line += "\n"
+        self.lines[fields[0]] = line
+        self.order.append(fields[0])
 
 
 def _foreign(path) -> ValueError:
@@ -128,12 +161,47 @@ def _foreign(path) -> ValueError:
                       "choose another --out")
 
 
+def _whole_row(tail: bytes, columns: list[str]) -> tuple[list[str] | None, str]:
+    """The fields of ``tail`` (a last line without its newline) if it is a whole row, else what it is.
+
+    A whole row has every column, each value valid by its column's rules
+    (``_parse``: integers, numbers, ``true``/``false``, JSON lists) and a
+    whole ``timestamp`` (:func:`timestamp`): the last column, so a row cut inside it still has
+    every column and only the timestamp tells it from a whole one.
+
+    Returns
+    -------
+    (fields, "") for a whole row, (None, what was found) otherwise.
+    """
+    try:
+        fields = next(csv.reader([tail.decode()], strict=True))
+    except (UnicodeDecodeError, csv.Error):
+        return None, "not a line of CSV text"
+    if len(fields) != len(columns):
+        return None, f"{len(fields)} of the {len(columns)} fields"
+    for name, text in zip(columns, fields):
+        try:
+            _parse(name, text)
+            valid = ((name not in _BOOL_COLUMNS or text in ("", "true", "false"))
+                     and (name != "timestamp" or _TIMESTAMP.fullmatch(text)))
+        except ValueError:
+            valid = False
+        if not valid:
+            return None, f"every field, but its {name} {text[:40]!r} is cut off or invalid"
+    return fields, ""
+
+
 def _scan(data: bytes, path) -> _Contents:
-    """Recognise ``data`` as a results file and parse its complete rows; refuse anything else."""
+    """Recognise ``data`` as a results file and parse its rows; refuse anything else.
+
+    The bytes after the last newline are a row kept (``unterminated``) when
+    ``_whole_row`` finds one, else ``torn`` says what they are.
+    """
     old = data.startswith(_OLD_HEADER_BYTES)
     if not data.startswith(_HEADER_BYTES) and not old:
         if b"\n" not in data and _HEADER_BYTES.startswith(data):  # empty, or a torn header
-            return _Contents({}, [], 0, 0)
+            torn = f"a header cut short ({len(data)} bytes); it is written again" if data else ""
+            return _Contents(False, torn=torn)
         raise _foreign(path)
     end = data.rfind(b"\n") + 1
     try:
@@ -141,19 +209,23 @@ def _scan(data: bytes, path) -> _Contents:
     except UnicodeDecodeError:
         raise ValueError(f"{path}: the rows are not UTF-8 text; the file is corrupt") from None
     columns = OLD_COLUMNS if old else COLUMNS
-    lines, order, duplicates = {}, [], 0
+    found = _Contents(old, end)
     for i, line in enumerate(text.split("\n")[:-1], start=2):
         fields = next(csv.reader([line]))
         if len(fields) != len(columns):
             raise ValueError(f"{path}: line {i} has {len(fields)} fields, expected "
                              f"{len(columns)}; the file is corrupt")
-        if fields[0] in lines:
-            duplicates += 1
+        found.add(fields, line)
+    if end < len(data):
+        fields, what = _whole_row(data[end:], columns)
+        if fields is None:
+            found.torn = (f"an incomplete last line ({len(data) - end} bytes after the last "
+                          f"newline: {what}), a row cut off by an interrupted sweep; its "
+                          "run is computed again")
         else:
-            by_name = dict(zip(columns, fields))
-            lines[fields[0]] = _csv_line(by_name.get(c, "") for c in COLUMNS) if old else line + "\n"
-            order.append(fields[0])
-    return _Contents(lines, order, end, duplicates, old)
+            found.add(fields, data[end:].decode())
+            found.end, found.unterminated = len(data), True
+    return found
 
 
 def _read(fd: int, path: Path) -> bytes:
@@ -172,19 +244,31 @@ def _read(fd: int, path: Path) -> bytes:
                          "choose another --out") from None
 
 
-def stored_keys(path: Path) -> set:
-    """The keys of the complete rows of the results file ``path`` (none if it does not exist)."""
+def _contents(path: Path) -> _Contents:
+    """The recognised contents of the results file ``path`` (``FileNotFoundError`` if missing).
+
+    It is opened without waiting (:func:`aimlib.files.open_input`): a pipe, a
+    device or a folder is refused, not read.
+    """
     try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return set()
+        fd = files.open_input("the results file", path)
+    except FileNotFoundError:  # the caller's to handle: no results yet
+        raise
     except OSError as exc:
         raise ValueError(f"cannot read the results file {path}: {exc.strerror or exc}; "
                          "choose another --out") from None
     try:
-        return set(_scan(_read(fd, path), path).lines)
+        return _scan(_read(fd, path), path)
     finally:
         os.close(fd)
+
+
+def stored_keys(path: Path) -> set:
+    """The keys of the rows of the results file ``path`` (none if it does not exist)."""
+    try:
+        return set(_contents(path).lines)
+    except FileNotFoundError:
+        return set()
 
 
 class ResultsFile:
@@ -203,13 +287,13 @@ class ResultsFile:
     def _load(self):
         data = _read(self.fd, self.path)
         found = _scan(data, self.path)  # raises before anything is written to a foreign file
-        if found.end < len(data):
-            warnings.warn(f"{self.path}: dropping an incomplete last line "
-                          f"({len(data) - found.end} bytes) left by an interrupted sweep",
-                          RuntimeWarning, stacklevel=4)
+        if found.torn:
+            warnings.warn(f"{self.path}: dropping {found.torn}", RuntimeWarning, stacklevel=4)
             os.ftruncate(self.fd, found.end)
         if found.end == 0:
             self._append(_HEADER)
+        elif found.unterminated:  # a whole last row that lacked only its newline: kept
+            self._append("\n")
         self.lines, self.order = found.lines, found.order
         if found.duplicates:
             warnings.warn(f"{self.path}: removing {found.duplicates} duplicate row(s) (a key "
@@ -252,16 +336,19 @@ class ResultsFile:
 
 
 def _open_locked(path: Path) -> int:
-    """Open (create) ``path`` for appending and lock it; refuse anything but a regular file."""
+    """Open (create) ``path`` for appending and lock it (:func:`aimlib.files.open_output`'s refusals).
+
+    The last component of ``path`` is never followed, so a link planted in a
+    shared folder cannot send the rows into another file.
+    """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         while True:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+            fd = files.open_output("--out", path, append=True)
             try:
-                if not stat.S_ISREG(os.fstat(fd).st_mode):
-                    raise ValueError(f"{path} is not a regular file; choose another --out")
                 diskio.flock(fd, path)
-                same = os.fstat(fd).st_ino == os.stat(path).st_ino
+                opened, named = os.fstat(fd), os.lstat(path)
+                same = (opened.st_dev, opened.st_ino) == (named.st_dev, named.st_ino)
             except FileNotFoundError:
                 same = False
             except BaseException:
