@@ -78,7 +78,7 @@ from .channels import deep_hardmax, hardmax, make_channel
 from .channels.registry import CHANNELS
 from .cli_checks import (RANGES, Once, Parser, check_channel, check_gd, check_numbers, check_samples,
                          token_law_type)
-from .cli_output import columns, fmt, print_row, print_table, values
+from .cli_output import columns, fmt, print_row, print_table, tabulate_with_progress, values
 from .cluster import CREDENTIALS, check_scheduler
 from .errors import ConvergenceError
 from .priors import TEACHER_FAMILIES, make_priors
@@ -136,6 +136,8 @@ def _channel(args):
     if len(args.rho) != L:
         raise UsageError(f"--rho must hold {L} width ratio{'s' if L > 1 else ''} (one per layer) for "
                          f"--channel {args.channel}, got {len(args.rho)}")
+    if args.channel == "deep-hardmax" and args.command == "se":
+        tabulate_with_progress(ch, shared=args.teachers == "wishart")
     return ch
 
 
@@ -178,6 +180,7 @@ def _deep_onsets(args) -> int:
     (:func:`aimlib.channels.deep_hardmax.limit_thresholds`; the same for both teacher families)."""
     check_channel(args, "threshold")
     ch = make_channel("deep-hardmax", c=args.c, layers=args.layers)
+    tabulate_with_progress(ch, shared=False)
     onsets = deep_hardmax.limit_thresholds(ch.c, layers=ch.n_indices)
     print_table(["layer", "alpha_bar"], [[ell + 1, a] for ell, a in enumerate(onsets)])
     return 0
@@ -185,7 +188,7 @@ def _deep_onsets(args) -> int:
 
 def _threshold_arguments(p):
     _add_common(p)
-    p.add_argument("--estimator", choices=["bayes", "min-trace"], default="bayes",
+    p.add_argument("--estimator", choices=["bayes", "min-trace"], default="bayes", action=_Once,
                    help="bayes: the Bayes-optimal threshold (default); min-trace: the convex "
                         "route's, minimum-trace recovery (noiseless softmax only)")
 

@@ -20,6 +20,7 @@ import re
 
 from . import _validate as v
 from ._validate import RHO_RANGE
+from .channels.deep_hardmax import check_residual
 from .channels.hardmax_polytope import THRESHOLD_MAX_T
 from .channels.registry import t_limit
 from .rmt.spectrum import teacher_width
@@ -183,12 +184,13 @@ def check_channel(args, command: str) -> None:
         _check_deep(args, command, rho)
     if command == "threshold":
         if ch == "deep-hardmax":
-            bad = [o for o, given in (("--rho", getattr(args, "_given_rho", False)), ("--T", args.T != 2),
-                                      ("--teachers", getattr(args, "_given_teachers", False))) if given]
-            if bad:
-                raise ValueError(f"{bad[0]}: threshold --channel deep-hardmax prints each layer's rho -> 0 onset "
-                                 "in alpha_bar = alpha/rho (T = 2, the same for both teacher families); it takes "
-                                 "no --rho, --T or --teachers")
+            given = [o for o in ("rho", "T", "teachers", "beta", "noise", "estimator")
+                     if getattr(args, "_given_" + o, False)]
+            if given:
+                raise ValueError(f"--{given[0]}: threshold --channel deep-hardmax prints each layer's rho -> 0 onset "
+                                 "in alpha_bar = alpha/rho (hardmax layers, T = 2, the Bayes estimator, no label "
+                                 "noise, the same for both teacher families); it takes no --rho, --T, --teachers, "
+                                 "--beta, --noise or --estimator")
             return
         if ch != "hardmax" and args.noise:
             raise ValueError(f"--noise {_g(args.noise)}: there is no perfect recovery with label noise; "
@@ -213,9 +215,11 @@ def _check_deep(args, command: str, rho) -> None:
     within the tables, three layers with centred teachers only (not for ``threshold``)."""
     if args.layers not in (None, 2, 3):
         raise ValueError(f"--layers must be 2 or 3 for --channel deep-hardmax, got {args.layers}")
-    if args.c in (-1.0, 0.0, 1.0):
-        raise ValueError(f"--c {_g(args.c)}: the residual strength must not be -1, 0 or 1 (two mixed tokens "
-                         "coincide or vanish under some hardmax pattern, a tie with probability one)")
+    if args.c is not None:
+        try:
+            check_residual(args.c, args.layers or 2)
+        except ValueError as exc:
+            raise ValueError(f"--c: {exc}") from None
     if any(r > 1e3 for r in rho):
         raise ValueError(f"--rho must be in [0.0001, 1000] for --channel deep-hardmax (its output function "
                          f"is tabulated for errors >= (1 + rho)/1001), got {' '.join(_g(r) for r in rho)}")

@@ -35,7 +35,8 @@ def main() -> dict:
     rows = {}
     _timed(rows, "G (2 x 2) by quasi-Monte Carlo, one evaluation (s)", lambda: dp.fisher_matrix_direct(0.5, 1.0, 1.0, 0.5))
     _timed(rows, "oracle G by quasi-Monte Carlo, one evaluation (s)", lambda: dp.oracle_fisher_scaled(0.5, 1, 1.0, 0.5))
-    _timed(rows, "both tables for a new c, built once (s)", lambda: dp.build_tables(0.7))
+    _timed(rows, "centred table for a new c, built once (s)", lambda: dp.build_centred(0.7))
+    _timed(rows, "shared (Wishart) table for a new c, built once (s)", lambda: dp.build_shared(0.7))
     alphas = np.geomspace(0.02, 3.0, 64)
     for name, rho in (("centred", (Centred(0.5), Centred(0.5))), ("Wishart", (0.5, 0.5))):
         c = _timed(rows, f"SE curve, 64 points, {name} rho = (0.5, 0.5) (s)",

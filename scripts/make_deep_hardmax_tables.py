@@ -1,9 +1,9 @@
 """Write the deep-hardmax interpolants for the stored residuals into ``aimlib/data``.
 
 Run from the repository root: ``python scripts/make_deep_hardmax_tables.py`` for two layers
-(``deep_hardmax_tables.npz``, two to three minutes per residual strength on one core), or
+(``deep_hardmax_tables.npz``, about fifteen seconds per residual strength on one core), or
 ``python scripts/make_deep_hardmax_tables.py --layers 3`` for three (``deep_hardmax3_tables.npz``,
-about a quarter of an hour per residual strength).  See the ``.md`` beside each file.
+about thirty seconds per residual strength).  See the ``.md`` beside each file.
 """
 import argparse
 

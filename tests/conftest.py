@@ -11,6 +11,7 @@ host/device rules (``tests/test_device_path.py``), with or without a GPU.
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
 import subprocess
 import sys
@@ -115,6 +116,15 @@ def shared():
     path.chmod(0o1777)
     yield path
     shutil.rmtree(path)
+
+
+def nobody(*command, **kw):
+    """``subprocess`` keyword arguments to run ``command`` as the user nobody (through ``setpriv``)."""
+    if shutil.which("setpriv") is None:
+        pytest.skip("acting as another local user needs setpriv (util-linux)")
+    user = pwd.getpwnam("nobody")
+    return dict(args=["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups", *command],
+                **kw)
 
 
 def toc_files() -> list[Path]:

@@ -4,8 +4,6 @@ import path, a remote scheduler only over TLS with the user's credentials, a bou
 from __future__ import annotations
 
 import os
-import pwd
-import shutil
 import stat
 import subprocess
 import sys
@@ -18,6 +16,7 @@ from aimlib import cli, cluster, model, sweep
 from aimlib.amp import gamp_rie
 from aimlib.channels import make_channel
 from aimlib.sweep import run_sweep
+from conftest import nobody
 
 distributed = pytest.importorskip("distributed")
 dask = pytest.importorskip("dask")
@@ -61,15 +60,6 @@ def cli_run(*args, env=None, timeout=180):
     """The command line in a subprocess (``env``: changes to the environment)."""
     return subprocess.run([sys.executable, "-m", "aimlib", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, **(env or {})})
-
-
-def nobody(*command, **kw):
-    """``subprocess`` keyword arguments to run ``command`` as the user nobody (through ``setpriv``)."""
-    if shutil.which("setpriv") is None:
-        pytest.skip("acting as another local user needs setpriv (util-linux)")
-    user = pwd.getpwnam("nobody")
-    return dict(args=["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups", *command],
-                **kw)
 
 
 # ---------------------------------------------------------------------------

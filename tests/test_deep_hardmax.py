@@ -1,6 +1,8 @@
 """Two attention layers as one AIM (aimlib.channels.deep_hardmax): forward map, exact Bayes side, SE, AMP."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -58,10 +60,27 @@ def test_the_literal_form_is_decided_by_layer_one_as_d_grows():
     assert np.mean(ch(h) == ch._sigma(AAt)) < 0.9          # the centred network does not
 
 
-@pytest.mark.parametrize("c", [-1.0, 0.0, 1.0])
-def test_residuals_that_make_tokens_collide_are_refused(c):
-    with pytest.raises(ValueError, match="c must make the two mixed tokens distinct"):
-        DeepAttention(c=c)
+@pytest.mark.parametrize("layers", [2, 3])
+@pytest.mark.parametrize("c0", [-1.0, 0.0, 1.0])
+def test_residuals_within_the_margin_of_a_collision_are_refused(c0, layers):
+    """Closer than C_MARGIN to -1, 0 or 1 is refused with every digit of c and the margin; at it, accepted."""
+    margin = dh.C_MARGIN[layers]
+    for c in (c0, c0 + 1e-12, c0 - margin / 2, c0 + 0.99 * margin):
+        with pytest.raises(ValueError, match=rf"c = {re.escape(repr(c))} lies .* need c at least {margin:g} from"):
+            DeepAttention(c=c, layers=layers)
+    for c in (c0 - margin, c0 + margin, c0 + 2 * margin):
+        assert DeepAttention(c=c, layers=layers).c == c
+    assert DeepAttention(c=c0, layer="softmax").c == c0         # the forward map of softmax layers has no tie
+
+
+@pytest.mark.parametrize("c", [-1.01, -0.99, -0.01, 0.01, 0.99, 1.01])
+def test_the_output_moments_are_finite_at_the_margins(c):
+    """At the margin of each collision G is finite at the corners of the tabulated lambda range."""
+    top = float(dp.lambda_nodes()[0])
+    for lam1, lam2 in [(0.0, 0.0), (top, top), (0.0, top), (top, 0.0)]:
+        for r in (0.0, 0.99):
+            G = dp.fisher_matrix_direct(c, lam1, lam2, r)
+            assert np.all(np.isfinite(G)) and np.all(np.diag(G) > 0), (lam1, lam2, r, G)
 
 
 @pytest.mark.parametrize("q", [(0.8, 1.1), (0.8, 1.1, 0.6)])
@@ -151,14 +170,30 @@ def test_the_stored_tables_pass_through_fresh_quadrature_at_their_nodes(c):
         assert dp.fisher_matrix(c, lam[i], lam[j], r[k]) == pytest.approx(direct, rel=1e-9, abs=1e-12)
 
 
-def test_a_residual_without_a_stored_table_is_built_on_demand(monkeypatch):
-    monkeypatch.setattr(dp, "build_tables", lambda c: ("built", c))
-    dp._tables.cache_clear()
-    try:
-        assert dp._tables(0.7) == ("built", 0.7)
-        assert dp._tables(0.5) is dp._stored()[0.5]
-    finally:
-        dp._tables.cache_clear()
+def test_the_axis_by_axis_grid_is_the_direct_quadrature():
+    """moments_grid computes each layer's terms once per axis: the same numbers as fisher_matrix_direct at
+    each node, and at a stored c the same table as the stored one (made node by node)."""
+    lam, rs = dp.lambda_nodes(), [0.0, 0.7]
+    G = dp.moments_grid(0.3, rs)
+    for i, j, k in [(0, 0, 0), (3, 7, 1), (10, 2, 1)]:
+        np.testing.assert_allclose(G[i, j, k], dp.fisher_matrix_direct(0.3, lam[i], lam[j], rs[k]), rtol=1e-12,
+                                   atol=1e-15)
+    np.testing.assert_allclose(dp.build_centred(0.5), dp._stored()[0.5][0], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("c, rel", [(0.3, 0.01), (0.99, 0.01), (-100.0, 0.01), (0.01, 0.06)])
+def test_a_new_residual_is_tabulated_on_demand_to_its_stated_accuracy(monkeypatch, c, rel):
+    """Any c in range: its table is built once (seconds), with progress, to the accuracy fisher_scaled states."""
+    monkeypatch.setattr(dp, "_BUILT", {})
+    ch, calls = DeepAttention(c=c), []
+    assert not ch.tables_ready()
+    ch.tabulate(progress=lambda done, total: calls.append((done, total)))
+    assert ch.tables_ready() and not ch.tables_ready(shared=True)
+    assert calls == [(k, 11) for k in range(1, 12)]
+    rng = np.random.default_rng(1)
+    for lam in [np.exp(rng.uniform(np.log(0.05), np.log(50), 2)) for _ in range(4)] + [(0.05, 0.05), (50, 50)]:
+        np.testing.assert_allclose(dp.fisher_scaled(c, *lam), dp.fisher_scaled_direct(c, *lam), rtol=rel)
+    assert DeepAttention(c=0.5).tables_ready(shared=True)          # stored
 
 
 def test_two_layer_free_entropy_is_stationary_at_the_fixed_point():
@@ -370,3 +405,14 @@ def test_the_cli_prints_the_onsets_of_both_layers(capsys):
     assert [[float(x) for x in r.split(",")] for r in rows] == [[1, onset[0]], [2, onset[1]]]
     for argv in (["--layers", "4"], ["--T", "3"], ["--teachers", "centred"], ["--rho", "0.5", "0.5"]):
         assert cli.main(["threshold", "--channel", "deep-hardmax", "--c", "0.5", *argv]) == 2
+
+
+def test_the_command_line_shows_progress_while_it_tabulates_a_new_residual(monkeypatch, capsys):
+    monkeypatch.setattr(dp, "_BUILT", {})
+    assert cli.main(["threshold", "--channel", "deep-hardmax", "--c", "0.3"]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[0] == "layer,alpha_bar" and len(out.splitlines()) == 3
+    assert err.splitlines()[0].startswith("deep-hardmax: tabulating the output functions of 2 layers at c = 0.3")
+    assert re.fullmatch(r"deep-hardmax: tabulated in \d+\.\d s", err.splitlines()[-1])
+    assert cli.main(["threshold", "--channel", "deep-hardmax", "--c", "0.3"]) == 0      # built once
+    assert capsys.readouterr().err == ""

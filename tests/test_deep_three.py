@@ -46,10 +46,17 @@ def test_the_layers_argument():
         ch.separable_fisher((0.6,) * 3, (1.5,) * 3, 2, (0.5,) * 3)
 
 
-@pytest.mark.parametrize("c", [-1.0, 0.0, 1.0])
-def test_residuals_that_make_tokens_collide_are_refused_for_three_layers(c):
-    with pytest.raises(ValueError, match="c must make the two mixed tokens distinct"):
-        DeepAttention(c=c, layers=3)
+@pytest.mark.slow
+def test_a_new_residual_whose_table_misses_quadrature_is_refused(monkeypatch):
+    """c = -0.97 passes the margin, but its three-layer interpolant misses direct quadrature by 12 % at
+    (1, 2, 3): refused with the numbers, and nothing kept; c = 0.97 is tabulated and kept."""
+    monkeypatch.setattr(dp, "_BUILT", {})
+    with pytest.raises(ValueError, match=r"c = -0.97: the tabulated output functions miss direct quadrature by "
+                                         r"0\.1\d+ .* more than the 0\.03 allowed"):
+        DeepAttention(c=-0.97, layers=3).tabulate()
+    assert not dp._BUILT
+    DeepAttention(c=0.97, layers=3).tabulate()
+    assert DeepAttention(c=0.97, layers=3).tables_ready()
 
 
 def test_mixing_matrices_are_the_products_of_the_residual_matrices():

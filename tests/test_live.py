@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import subprocess
 import sys
 import time
 import urllib.error
@@ -16,11 +18,12 @@ import urllib.request
 import pytest
 
 from browser_support import launch, recorded_problems, require, serve, watch
-from conftest import ROOT
+from conftest import ROOT, nobody
 from test_app import _wait_new_image
 
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 import live_server  # noqa: E402
+from live_origin import PROOF_KEY_ENV, PROOF_PATH  # noqa: E402
 from live_server import CONFIG_PATH, SESSION_HEADER, SESSION_PATH, live_book  # noqa: E402
 
 CHAPTER = "book/random_matrices.html"   # its opening cell and its panel run in a few seconds
@@ -221,6 +224,98 @@ def test_bad_port_is_a_readable_error(tmp_path, ports, name):
     with pytest.raises(ValueError, match=rf"^{name}: a TCP port in \[0, 65535\]"):
         with live_book(tmp_path, *ports):
             pass
+
+
+# --------------------------------------------------------------------------- another user's port
+
+#: another local user's server: answers 200 to everything and logs each request's path and headers
+IMPOSTOR = """
+import http.server, json, sys
+log = open(sys.argv[1], "a")
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        log.write(json.dumps({"path": self.path, "headers": dict(self.headers)}) + "\\n")
+        log.flush()
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+    def log_message(self, *args):
+        pass
+server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""
+
+
+@pytest.fixture
+def impostor(shared):
+    """A server of the user nobody on a port of 127.0.0.1; yields its port and the log of what it was sent."""
+    script, log = shared / "impostor.py", shared / "requests.log"
+    script.write_text(IMPOSTOR)
+    script.chmod(0o644)
+    proc = subprocess.Popen(**nobody(sys.executable, str(script), str(log), cwd=shared, stdout=subprocess.PIPE,
+                                     text=True))
+    try:
+        yield int(proc.stdout.readline()), log
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
+def _sent(log) -> list:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def test_a_kernel_port_held_by_another_user_is_refused_before_anything_is_sent(impostor, tmp_path, monkeypatch):
+    port, log = impostor
+    (tmp_path / "index.html").write_text("book")
+    with pytest.raises(ValueError, match=rf"^kernel_port: 127\.0\.0\.1:{port} is in use .*--kernel-port"):
+        with live_book(tmp_path, kernel_port=port, allow_root=True):
+            pass
+    monkeypatch.setattr(live_server.signal, "signal", lambda *args: None)
+    with pytest.raises(SystemExit, match=rf"^live_server: kernel_port: 127\.0\.0\.1:{port} is in use"):
+        live_server.main(["--html", str(tmp_path), "--port", "0", "--kernel-port", str(port), "--allow-root"])
+    assert _sent(log) == []
+
+
+def test_a_server_that_cannot_prove_it_is_ours_is_sent_no_token(impostor):
+    """The race: the port was free when checked and another user took it before jupyter_server did."""
+    port, log = impostor
+    key = "k" * 64
+    waiting = subprocess.Popen(["sleep", "60"])          # stands for a jupyter_server still starting
+    try:
+        with pytest.raises(RuntimeError, match="another process answers .* cannot prove .* nothing was sent"):
+            live_server._wait_for_kernel_server(waiting, f"http://127.0.0.1:{port}/", key, timeout=20)
+    finally:
+        waiting.kill()
+        waiting.wait()
+    (request,) = _sent(log)
+    assert request["path"].startswith(PROOF_PATH + "?nonce=")
+    assert not {"Authorization", "Cookie"} & set(request["headers"]), request
+    assert key not in json.dumps(request)
+
+
+def test_the_kernel_server_needs_the_key_of_the_live_server():
+    env = {k: v for k, v in os.environ.items() if k != PROOF_KEY_ENV}
+    run = subprocess.run([sys.executable, str(ROOT / "book" / "_ext" / "live_origin.py")], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1 and run.stderr.strip().startswith(f"live_origin: {PROOF_KEY_ENV} is unset"), run.stderr
+
+
+def test_a_book_port_in_use_bad_ports_and_a_missing_build_are_one_line_errors(tmp_path, monkeypatch):
+    (tmp_path / "index.html").write_text("book")
+    monkeypatch.setattr(live_server.signal, "signal", lambda *args: None)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(SystemExit, match=rf"^live_server: port: 127\.0\.0\.1:{port} is in use .*--port"):
+            live_server.main(["--html", str(tmp_path), "--port", str(port), "--kernel-port", "0", "--allow-root"])
+    with pytest.raises(SystemExit, match=r"^live_server: port: a TCP port in \[0, 65535\]"):
+        live_server.main(["--html", str(tmp_path), "--port", "99999", "--allow-root"])
+    with pytest.raises(SystemExit, match=r"^live_server: html: no built book"):
+        live_server.main(["--html", str(tmp_path / "missing"), "--allow-root"])
 
 
 # --------------------------------------------------------------------------- in the browser

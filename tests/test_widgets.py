@@ -310,3 +310,19 @@ def test_playground_collects_the_panels():
 
 def test_panel_channels_come_from_the_registry():
     assert set(aw.base.CHANNELS) <= set(CHANNELS)
+
+
+def test_deep_panel_takes_any_residual_in_range(monkeypatch):
+    """A c without stored tables is tabulated (progress in the message line) and drawn; a c at a
+    collision is refused in the message line with the margin."""
+    from aimlib.channels import deep_patterns
+
+    monkeypatch.setattr(deep_patterns, "_BUILT", {})
+    p = aw.deep_panel(c=0.5, alpha_range="0.1, 2")
+    seen = []
+    p.message.observe(lambda change: seen.append(change["new"]), names="value")
+    p.controls["c"].value = 0.7
+    assert p.error == "" and p.last_data["params"]["c"] == 0.7
+    assert "tabulating the output functions of c = 0.7: 11/11 nodes" in seen
+    p.controls["c"].value = 1.0
+    assert "at least 0.01 from each of -1, 0 and 1" in _readable(p)

@@ -29,11 +29,38 @@ from ..backend import get_array_module, to_device, to_host
 from ..errors import check_on_max_iter, max_iter_reached
 from . import hardmax
 from .base import Channel, sample_indices, sigma2
-from .deep_histories import fisher_matrix3_direct, log_z_and_g, mixing_matrices, separable_scaled3
+from . import deep_histories, deep_patterns
+from .deep_histories import fisher_matrix3_direct, log_z_and_g, separable_scaled3
 from .deep_patterns import LAMBDA_MAX, fisher_matrix, fisher_scaled, fisher_scaled_direct, oracle_fisher_scaled
 from .softmax import check_beta, row_softmax
 
-__all__ = ["DeepAttention", "limit_map", "limit_thresholds", "limit_error"]
+__all__ = ["DeepAttention", "check_residual", "C_MARGIN", "limit_map", "limit_thresholds", "limit_error"]
+
+#: the least distance of ``c`` from each collision ``-1, 0, 1`` for two and three hardmax layers.  Near a
+#: collision the two differences a layer's hardmax reads turn (anti)parallel under some pattern history:
+#: ``G`` grows without bound (``G_2 ~ 1e8`` at ``c = -0.999``) and its interpolant in ``lambda`` fails
+#: (a factor 200 there); the gradients of the orthant probabilities overflow at ``1e-4`` (two layers)
+#: and ``1e-2`` (three).  At the margin the two-layer interpolant is within 0.4 % of direct quadrature
+#: near -1 and 1 and 5 % near 0 (``tests/test_deep_hardmax.py``; the docstring of ``fisher_scaled``).
+C_MARGIN = {2: 1e-2, 3: 3e-2}
+
+
+def check_residual(c: float, layers: int = 2) -> float:
+    """``c`` as a float if it lies at least :data:`C_MARGIN` ``[layers]`` from -1, 0 and 1, else ``ValueError``.
+
+    At ``c`` in ``{-1, 0, 1}`` two mixed tokens coincide or vanish under some pattern history of
+    hardmax layers (``det A`` in ``{(1 + c)^2, c (1 + c), c^2 - 1}``), a tie with probability one.
+    """
+    c = v.real("c", c)
+    layers = v.choice("layers", v.integer("layers", layers), {2, 3})
+    margin = C_MARGIN[layers]
+    near = min((-1.0, 0.0, 1.0), key=lambda c0: abs(c - c0))
+    if round(abs(c - near), 12) < margin:   # rounded: -0.999 lies 1e-3 from -1 to 12 digits
+        raise ValueError(f"c = {c!r} lies {abs(c - near):.3g} from {near:g}, where two mixed tokens coincide or "
+                         f"vanish under some hardmax pattern history; {layers} hardmax layers need c at least "
+                         f"{margin:g} from each of -1, 0 and 1 (closer, the differences a layer's hardmax reads are "
+                         "so nearly parallel that the orthant probabilities' gradients overflow)")
+    return c
 
 class DeepAttention(Channel):
     """``L`` attention layers: ``X_l = A_l X_{l-1}``, ``A_l = c I + sigma(M_{l-1} h_l M_{l-1}^T)`` (residual ``c``).
@@ -44,10 +71,9 @@ class DeepAttention(Channel):
     Parameters
     ----------
     c : float
-        Residual strength; values for which the two mixed tokens become linearly dependent
-        (equal, or one of them zero) under some pattern history of hardmax layers are refused:
-        ``det M_{L-1} = prod_l det A_l`` with ``det A`` in ``{(1 + c)^2, c (1 + c), c^2 - 1}``,
-        so ``c`` in ``{-1, 0, 1}`` for two and for three layers.
+        Residual strength; for hardmax layers at least :data:`C_MARGIN` from ``-1``, ``0`` and ``1``,
+        where the two mixed tokens become linearly dependent (equal, or one of them zero) under
+        some pattern history (:func:`check_residual`).
     layer : {'hardmax', 'softmax'}
         The row-wise map ``sigma`` of every layer (the Bayes side: hardmax, ``T = 2``).
     beta : float
@@ -63,13 +89,8 @@ class DeepAttention(Channel):
         super().__init__(0.0)
         self.layer = v.choice("layer", layer, {"hardmax", "softmax"})
         self.beta = check_beta(beta)
-        self.c = v.real("c", c)
         self.n_indices = v.choice("layers", v.integer("layers", layers), {2, 3})
-        if layer == "hardmax" and any(np.isclose(np.linalg.det(M), 0.0)
-                                      for M in mixing_matrices(self.c, self.n_indices)):
-            raise ValueError(f"c must make the two mixed tokens distinct and non-zero (linearly independent) "
-                             f"under every pattern history of the {self.n_indices} layers: c = {self.c:g} makes "
-                             "them collide (c must not be -1, 0 or 1)")
+        self.c = check_residual(c, self.n_indices) if layer == "hardmax" else v.real("c", c)
 
     def _params(self) -> str:
         return (f"c={self.c:g}, layer={self.layer}" + (f", beta={self.beta:g}" if self.layer == "softmax" else "")
@@ -142,6 +163,26 @@ class DeepAttention(Channel):
         :func:`~aimlib.channels.deep_histories.fisher_matrix3_direct`).
         """
         return self.n_indices == 3 or any(p.mean_square() > 0 for p in priors)
+
+    def _tables(self, shared: bool) -> list:
+        """``(kind, accessor)`` of the interpolants the state evolution reads for this ``c``."""
+        if self.n_indices == 3:
+            return [("three", deep_histories.table3)]
+        return [("centred", deep_patterns.centred_table)] + ([("shared", deep_patterns.shared_table)] if shared else [])
+
+    def tables_ready(self, shared: bool = False) -> bool:
+        """Whether the interpolants for this ``c`` (``shared``: those of teachers with a known part) are
+        stored or already built in this session (:meth:`tabulate` would return at once)."""
+        stored = {"centred": deep_patterns._stored(), "shared": deep_patterns._stored(),
+                  "three": deep_histories._stored3()}
+        return all(self.c in stored[kind] or (kind, self.c) in deep_patterns._BUILT for kind, _ in self._tables(shared))
+
+    def tabulate(self, shared: bool = False, progress=None) -> None:
+        """Build, once per session, the interpolants of ``G`` for this ``c`` that are not stored: two layers'
+        centred table (two seconds on one core), with ``shared`` their table in the correlation ``r``
+        (fifteen), three layers' table (thirty).  ``progress(done, total)`` is called as they are built."""
+        for _, table in self._tables(shared):
+            table(self.c, progress)
 
     def separable_fisher(self, q, Q0, T, shared):
         r"""``F_l^sep = 1 / (F^{-1})_ll``: the state evolution of GAMP-RIE with one denoiser per layer.

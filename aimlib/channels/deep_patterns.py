@@ -41,10 +41,11 @@ from ._bivariate import grad_log_bvn, log_bvn_cdf
 special = LazyModule("scipy.special")   # loaded on first use: `import aimlib.channels` needs no SciPy
 
 __all__ = ["PATTERNS", "ENTRY_VAR", "pattern_matrix", "mixed_functionals", "functionals", "entries",
-           "symmetric_matrix", "layer1_terms", "orthant_terms", "mixed_terms", "layer2_terms", "history_posterior",
-           "pattern_posterior", "sigma_products", "lambda_nodes", "lambda_coordinate", "chebyshev_fit",
-           "fisher_matrix_direct", "fisher_scaled_direct", "oracle_fisher_scaled", "fisher_scaled", "fisher_matrix",
-           "build_tables", "write_tables", "save_tables", "load_tables", "STORED_RESIDUALS", "LAMBDA_MAX"]
+           "symmetric_matrix", "layer1_terms", "orthant_terms", "mixed_terms", "layer2_terms", "posterior_entries",
+           "history_posterior", "pattern_posterior", "entry_products", "lambda_nodes", "lambda_coordinate",
+           "chebyshev_fit", "fisher_matrix_direct", "fisher_scaled_direct", "oracle_fisher_scaled", "fisher_scaled",
+           "fisher_matrix", "moments_grid", "build_centred", "build_shared", "centred_table", "shared_table",
+           "cached_table", "verify_interpolant", "write_tables", "save_tables", "load_tables", "STORED_RESIDUALS", "LAMBDA_MAX"]
 
 #: the four layer-1 sign patterns ``(s_1, s_2)`` of ``T = 2``
 PATTERNS = ((1.0, 1.0), (1.0, -1.0), (-1.0, 1.0), (-1.0, -1.0))
@@ -125,16 +126,21 @@ def layer2_terms(c, t, o2, V2):
     return mixed_terms([c * np.eye(2) + pattern_matrix(*s) for s in PATTERNS], t, o2, V2)
 
 
-def history_posterior(logs, grads):
-    """``(log Z_out, g)`` from the per-history ``log prod_l b_l`` (last axis) and each layer's gradients
+def posterior_entries(logs, grads):
+    """``(log Z_out, e)`` from the per-history ``log prod_l b_l`` (last axis) and each layer's gradients
     (entries, ``(..., H, 3)``): ``Z_out = sum_H prod_l b_l`` and ``g_l = sum_H w_H g_{l,H}`` with the
-    posterior weights ``w_H = prod_l b_l / Z_out``; ``g`` stacks the symmetric ``g_l`` on axis ``-3``."""
+    posterior weights ``w_H = prod_l b_l / Z_out``; ``e`` stacks the entries of the ``g_l`` on axis ``-2``."""
     top = logs.max(axis=-1, keepdims=True)
     w = np.exp(logs - top)
     total = w.sum(axis=-1, keepdims=True)
     w /= total
-    g = [symmetric_matrix((w[..., None] * gs).sum(axis=-2)) for gs in grads]
-    return (top + np.log(total))[..., 0], np.stack(g, axis=-3)
+    return (top + np.log(total))[..., 0], np.stack([np.einsum("...h,...hk->...k", w, gs) for gs in grads], -2)
+
+
+def history_posterior(logs, grads):
+    """:func:`posterior_entries` with ``g`` as symmetric matrices, stacked on axis ``-3``."""
+    logz, e = posterior_entries(logs, grads)
+    return logz, symmetric_matrix(e)
 
 
 def pattern_posterior(logs, g1s, g2s):
@@ -154,7 +160,6 @@ _X_MIN = 1.0 / np.sqrt(1.0 + LAMBDA_MAX)
 #: residual strengths whose interpolants ship with the package (``aimlib/data``), checked by the tests
 STORED_RESIDUALS = (0.5, 2.0, -0.5, 3.0)
 TABLES = Path(__file__).resolve().parents[1] / "data" / "deep_hardmax_tables.npz"
-_SIGMA_WEIGHTS = np.array([[2.0, 0.5], [0.5, 2.0]])   # 2 sum_{a<=b} Sigma_ab x_ab y_ab = 2 sum_ab W_ab x_ab y_ab
 
 
 @lru_cache(maxsize=1)
@@ -163,18 +168,44 @@ def _sobol_normals():
     return special.ndtri(qmc.Sobol(d=6, scramble=True, seed=SOBOL_SEED).random_base2(SOBOL_LOG2))
 
 
-def _estimates(lam1: float, lam2: float, r: float) -> np.ndarray:
-    """Sobol draws of ``(omega_1, omega_2)`` (``(N, 2, 2, 2)``): ``omega_l ~ N(0, lambda_l Sigma)``,
-    each entry of ``omega_2`` of correlation ``r`` with the same entry of ``omega_1``."""
+def _sobol_omega(lam: float, r: float) -> np.ndarray:
+    """``omega ~ N(0, lambda Sigma)`` (``(N, 2, 2)``) on the Sobol draws, each entry of correlation ``r``
+    with the same entry of the draws at ``r = 1`` (layer 1's)."""
     z = _sobol_normals()
-    e1 = z[:, :3] * np.sqrt(ENTRY_VAR * lam1)
-    e2 = (r * z[:, :3] + np.sqrt(1.0 - r * r) * z[:, 3:]) * np.sqrt(ENTRY_VAR * lam2)
-    return np.stack([symmetric_matrix(e1), symmetric_matrix(e2)], axis=1)
+    return symmetric_matrix((r * z[:, :3] + np.sqrt(1.0 - r * r) * z[:, 3:]) * np.sqrt(ENTRY_VAR * lam))
 
 
-def sigma_products(p, g, h) -> np.ndarray:
-    """``2 E[p sum_{a<=b} Sigma_ab g_{l,ab} h_{l',ab}]`` over the sample axis, an ``(L, L)`` array."""
-    return 2 * np.einsum("n,nlab,nmab,ab->lm", p, g, h, _SIGMA_WEIGHTS) / len(p)
+def _layer1_draws(lam1: float) -> tuple:
+    """Layer 1 on the Sobol draws ``omega_1 ~ N(0, lambda_1 Sigma)`` (``V_1 = 1``): :func:`layer1_terms`
+    (the same for every output and every ``c``)."""
+    log_a, g1s = layer1_terms(_sobol_omega(lam1, 1.0), 1.0)
+    return log_a, entries(g1s)
+
+
+def _layer2_draws(c: float, lam2: float, r: float) -> list:
+    """Layer 2 on the Sobol draws ``omega_2 ~ N(0, lambda_2 Sigma)`` (``V_2 = 1``), each entry of
+    correlation ``r`` with the same entry of ``omega_1``: :func:`layer2_terms` for each output of
+    :data:`PATTERNS`."""
+    o2 = _sobol_omega(lam2, r)
+    return [layer2_terms(c, np.broadcast_to(np.array(t), (len(o2), 2)), o2, 1.0) for t in PATTERNS]
+
+
+def _moments(layer1: tuple, layer2: list) -> np.ndarray:
+    """``G`` (2 x 2) from the terms of :func:`_layer1_draws` and :func:`_layer2_draws`: the four
+    outputs summed, the Sobol draws averaged."""
+    log_a, e1s = layer1
+    G = np.zeros((2, 2))
+    for log_b, e2s in layer2:
+        logz, e = posterior_entries(log_a + log_b, (e1s, e2s))
+        G += entry_products(np.exp(logz), e)
+    return G
+
+
+def entry_products(p, e) -> np.ndarray:
+    """``2 E[p sum_{a<=b} Sigma_ab g_{l,ab} g_{l',ab}]`` over the sample axis, an ``(L, L)`` array, from the
+    entries ``e`` (``(n, L, 3)``) of symmetric ``g_l``: ``2 sum_{a<=b} Sigma_ab x_ab y_ab = 2 sum_k
+    ENTRY_VAR_k x_k y_k`` on the entries ``(x_11, x_12, x_22)``."""
+    return np.tensordot(e, e * (2 * ENTRY_VAR * p[:, None, None]), axes=([0, 2], [0, 2])) / len(p)
 
 
 def fisher_matrix_direct(c: float, lam1: float, lam2: float, r: float = 0.0) -> np.ndarray:
@@ -187,14 +218,7 @@ def fisher_matrix_direct(c: float, lam1: float, lam2: float, r: float = 0.0) -> 
     :func:`fisher_scaled_direct`; the off-diagonal is the cross term, zero at ``r = 0``
     (book, chapter "Deep attention": the layer-2 sign flip).
     """
-    omega = _estimates(lam1, lam2, r)
-    log_a, g1s = layer1_terms(omega[:, 0], 1.0)    # the same for every output
-    G = np.zeros((2, 2))
-    for t in PATTERNS:
-        log_b, g2s = layer2_terms(c, np.broadcast_to(np.array(t), (len(omega), 2)), omega[:, 1], 1.0)
-        logz, g = pattern_posterior(log_a + log_b, g1s, g2s)
-        G += sigma_products(np.exp(logz), g, g)
-    return G
+    return _moments(_layer1_draws(lam1), _layer2_draws(c, lam2, r))
 
 
 def fisher_scaled_direct(c: float, lam1: float, lam2: float) -> np.ndarray:
@@ -213,11 +237,11 @@ def oracle_fisher_scaled(c: float, layer: int, lam: float, r: float) -> float:
     per pattern, the output signs.
     """
     layer = v.choice("layer", layer, {1, 2})
-    known = _estimates(1.0, 1.0, r)
-    omega = np.sqrt(lam) * known[:, 1]       # the estimated layer's omega; known[:, 0] is h_o
+    h_o = _sobol_omega(1.0, 1.0)
+    omega = np.sqrt(lam) * _sobol_omega(1.0, r)       # the estimated layer's omega
     n = len(omega)
     if layer == 2:
-        e = entries(known[:, 0])
+        e = entries(h_o)
         s = np.sign(np.stack([e[:, 0] - e[:, 1], e[:, 2] - e[:, 1]], -1))
         log_a = np.where(np.all(s[:, None, :] == np.array(PATTERNS), axis=-1), 0.0, -np.inf)
         g1s = np.zeros((n, 4, 2, 2))
@@ -229,13 +253,12 @@ def oracle_fisher_scaled(c: float, layer: int, lam: float, r: float) -> float:
         if layer == 2:
             log_b, g2s = layer2_terms(c, tt, omega, 1.0)
         else:
-            u = np.stack([entries(known[:, 0]) @ functionals(c, *s).T for s in PATTERNS], 1)
+            u = np.stack([entries(h_o) @ functionals(c, *s).T for s in PATTERNS], 1)
             log_b = np.where(np.all(np.sign(u) == tt[:, None, :], axis=-1), 0.0, -np.inf)
             g2s = np.zeros((n, 4, 3))
         ok = np.isfinite((log_a + log_b).max(axis=-1))
         logz, g = pattern_posterior((log_a + log_b)[ok], g1s[ok], g2s[ok])
-        gl = g[:, layer - 1:layer]
-        G += float(sigma_products(np.exp(logz), gl, gl)[0, 0]) * ok.mean()
+        G += float(entry_products(np.exp(logz), entries(g[:, layer - 1:layer]))[0, 0]) * ok.mean()
     return G
 
 
@@ -269,21 +292,41 @@ def chebyshev_fit(vals: np.ndarray, degrees) -> np.ndarray:
     return C
 
 
-def build_tables(c: float) -> tuple[np.ndarray, np.ndarray]:
-    """Chebyshev coefficients for ``c``: ``(centred, shared)``.
+def moments_grid(c: float, rs, progress=None) -> np.ndarray:
+    """:func:`fisher_matrix_direct` on the grid ``lambda_nodes() x lambda_nodes() x rs``, shape
+    ``(deg+1, deg+1, len(rs), 2, 2)``.
 
-    ``centred`` (``(2, deg+1, deg+1)``): ``log G_l`` at ``r = 0`` in ``x_l = 1/sqrt(1 + lambda_l)``.
-    ``shared`` (``(3, deg+1, deg+1, R_DEG+1)``): ``log G_11``, ``log G_22`` and ``G_12`` in
-    ``(x_1, x_2, r)``, ``r`` in ``[0, 1]``.
+    The same numbers, computed once per axis: layer 1's terms depend on ``lambda_1`` alone and
+    layer 2's on ``(lambda_2, r)`` alone, so the bivariate orthant probabilities are evaluated on
+    ``(deg+1) len(rs)`` draws of ``omega_2`` instead of ``(deg+1)^2 len(rs)``.  ``progress``, if
+    given, is called as ``progress(done, total)`` after each node of ``(lambda_2, r)``.
     """
-    lam, rs = _lambda(_nodes(CHEB_DEG)), (_nodes(R_DEG) + 1) / 2
-    flat = np.array([[[fisher_matrix_direct(c, max(a, 0.0), max(b, 0.0), r) for r in rs] for b in lam]
-                     for a in lam])
-    shared = np.stack([np.log(flat[..., 0, 0]), np.log(flat[..., 1, 1]), flat[..., 0, 1]])
-    centred = np.stack([np.log(fisher_scaled_direct(c, max(a, 0.0), max(b, 0.0))) for a in lam for b in lam])
-    centred = centred.reshape(len(lam), len(lam), 2)
-    return (np.stack([chebyshev_fit(centred[..., ell], (CHEB_DEG, CHEB_DEG)) for ell in range(2)]),
-            np.stack([chebyshev_fit(f, (CHEB_DEG, CHEB_DEG, R_DEG)) for f in shared]))
+    lam = lambda_nodes(CHEB_DEG)
+    ones = [_layer1_draws(a) for a in lam]
+    G = np.empty((len(lam), len(lam), len(rs), 2, 2))
+    for step, (k, j) in enumerate(np.ndindex(len(rs), len(lam))):
+        two = _layer2_draws(c, lam[j], rs[k])
+        for i, one in enumerate(ones):
+            G[i, j, k] = _moments(one, two)
+        if progress is not None:
+            progress(step + 1, len(rs) * len(lam))
+    return G
+
+
+def build_centred(c: float, progress=None) -> np.ndarray:
+    """Chebyshev coefficients ``(2, deg+1, deg+1)`` of ``log G_l`` at ``r = 0`` (centred teachers) in
+    ``x_l = 1/sqrt(1 + lambda_l)``, computed (:func:`moments_grid`, two seconds on one core)."""
+    G = moments_grid(c, [0.0], progress)[:, :, 0]
+    return np.stack([chebyshev_fit(np.log(G[..., ell, ell]), (CHEB_DEG, CHEB_DEG)) for ell in range(2)])
+
+
+def build_shared(c: float, progress=None) -> np.ndarray:
+    """Chebyshev coefficients ``(3, deg+1, deg+1, R_DEG+1)`` of ``log G_11``, ``log G_22`` and ``G_12``
+    in ``(x_1, x_2, r)``, ``r`` in ``[0, 1]`` (teachers that share a known part), computed
+    (:func:`moments_grid`, about fifteen seconds on one core)."""
+    G = moments_grid(c, (_nodes(R_DEG) + 1) / 2, progress)
+    return np.stack([chebyshev_fit(f, (CHEB_DEG, CHEB_DEG, R_DEG))
+                     for f in (np.log(G[..., 0, 0]), np.log(G[..., 1, 1]), G[..., 0, 1])])
 
 
 def _table_settings() -> np.ndarray:
@@ -310,9 +353,8 @@ def load_tables(path, settings: np.ndarray, fields) -> dict:
 
 def write_tables(path=TABLES, residuals=STORED_RESIDUALS) -> Path:
     """Build the tables of ``residuals`` and store them (``scripts/make_deep_hardmax_tables.py``)."""
-    built = [build_tables(c) for c in residuals]
-    return save_tables(path, residuals, _table_settings(), coef=np.stack([b[0] for b in built]),
-                       shared=np.stack([b[1] for b in built]))
+    return save_tables(path, residuals, _table_settings(), coef=np.stack([build_centred(c) for c in residuals]),
+                       shared=np.stack([build_shared(c) for c in residuals]))
 
 
 @lru_cache(maxsize=1)
@@ -321,22 +363,76 @@ def _stored() -> dict:
     return load_tables(TABLES, _table_settings(), ("coef", "shared"))
 
 
-@lru_cache(maxsize=16)
-def _tables(c: float) -> tuple:
-    """The coefficients for ``c``: stored for :data:`STORED_RESIDUALS`, built (two to three minutes) otherwise."""
-    stored = _stored().get(c)
-    return stored if stored is not None else build_tables(c)
+#: the tables built in this session, by ``(kind, c)``
+_BUILT: dict = {}
+
+
+def cached_table(kind: str, c: float, stored: dict, build, progress=None, check=None):
+    """The table ``kind`` of ``c``: ``stored[c]`` if the package ships it, else ``build(c, progress)``,
+    built once per session and kept only if ``check(c)`` (if given) passes."""
+    key = (kind, float(c))
+    if key not in _BUILT:
+        _BUILT[key] = stored[float(c)] if float(c) in stored else build(float(c), progress)
+        if float(c) not in stored and check is not None:
+            try:
+                check(float(c))
+            except ValueError:
+                del _BUILT[key]
+                raise
+    return _BUILT[key]
+
+
+def verify_interpolant(c: float, read, direct, points, rel: float) -> None:
+    """``ValueError`` unless the diagonal of ``read(c, *p)`` (an interpolant) is within ``rel`` of that of
+    ``direct(c, *p)`` (quadrature) at every point ``p`` of ``points``, off the Chebyshev nodes."""
+    for p in points:
+        a, b = np.diag(np.atleast_2d(read(c, *p))), np.diag(np.atleast_2d(direct(c, *p)))
+        worst = float(np.max(np.abs(a / b - 1.0)))
+        if not worst <= rel:
+            raise ValueError(f"c = {c!r}: the tabulated output functions miss direct quadrature by {worst:.3g} "
+                             f"(relative) at {p}, more than the {rel:g} allowed: G varies too fast in lambda this "
+                             "close to a collision; move c farther from -1, 0 and 1")
+
+
+#: off-node points ``(lambda_1, lambda_2)`` and ``(lambda_1, lambda_2, r)`` where a table built for a new
+#: ``c`` is checked against quadrature, and the relative error allowed there (the accuracy stated in
+#: :func:`fisher_scaled`, with room)
+CHECK_POINTS, CHECK_POINTS_SHARED, CHECK_REL = ((1.0, 1.0), (20.0, 5.0), (0.3, 40.0)), ((2.0, 0.5, 0.6),), 0.06
+
+
+def _check_centred(c: float) -> None:
+    verify_interpolant(c, lambda *a: np.diag(fisher_scaled(*a)), lambda *a: np.diag(fisher_scaled_direct(*a)),
+                       CHECK_POINTS, CHECK_REL)
+
+
+def _check_shared(c: float) -> None:
+    verify_interpolant(c, fisher_matrix, fisher_matrix_direct, CHECK_POINTS_SHARED, CHECK_REL)
+
+
+def centred_table(c: float, progress=None) -> np.ndarray:
+    """:func:`build_centred` of ``c``: stored for :data:`STORED_RESIDUALS`, built once per session otherwise."""
+    return cached_table("centred", c, {k: t[0] for k, t in _stored().items()}, build_centred, progress,
+                        _check_centred)
+
+
+def shared_table(c: float, progress=None) -> np.ndarray:
+    """:func:`build_shared` of ``c``: stored for :data:`STORED_RESIDUALS`, built once per session otherwise."""
+    return cached_table("shared", c, {k: t[1] for k, t in _stored().items()}, build_shared, progress,
+                        _check_shared)
 
 
 def fisher_scaled(c: float, lam1: float, lam2: float) -> np.ndarray:
     """``(G_1, G_2)`` at ``r = 0`` from the interpolant (stored for :data:`STORED_RESIDUALS`; for
-    another ``c`` built once per session, two to three minutes on one core).
+    another ``c`` built once per session, :func:`centred_table`).
 
-    Accuracy against :func:`fisher_scaled_direct`: 0.1 % for ``lambda_l <= 50``
-    (errors ``E_S >= Q0/51``), about 1 % for ``lambda_l`` in ``[100, 1000]``.
+    Accuracy against :func:`fisher_scaled_direct` (eight points with ``lambda_l`` in ``[0.05, 50]``,
+    errors ``E_S >= Q0/51``): 0.3 % at ``c = 0.5, 2``, at most 0.7 % for ``|c| >= 0.3`` up to ``100``
+    and near ``-1`` and ``1`` (``c = -0.99``, ``0.99``, ``1.01``); 2 % at ``c = 0.2``, 4 % at ``0.1`` and
+    5 % as ``c -> 0`` (down to the margin ``0.01`` of :func:`~aimlib.channels.deep_hardmax.check_residual`).
+    About 1.3 % at ``lambda_l = 300``.
     """
     u = lambda_coordinate([lam1, lam2])
-    return np.exp([np.polynomial.chebyshev.chebval2d(u[0], u[1], C) for C in _tables(float(c))[0]])
+    return np.exp([np.polynomial.chebyshev.chebval2d(u[0], u[1], C) for C in centred_table(float(c))])
 
 
 def fisher_matrix(c: float, lam1: float, lam2: float, r: float) -> np.ndarray:
@@ -348,5 +444,5 @@ def fisher_matrix(c: float, lam1: float, lam2: float, r: float) -> np.ndarray:
     large ``lambda`` with ``r`` near 1, up to 2 % (the function varies on ``1 - r ~ 1/lambda``).
     """
     u = lambda_coordinate([lam1, lam2])
-    vals = [np.polynomial.chebyshev.chebval3d(u[0], u[1], 2 * r - 1, C) for C in _tables(float(c))[1]]
+    vals = [np.polynomial.chebyshev.chebval3d(u[0], u[1], 2 * r - 1, C) for C in shared_table(float(c))]
     return np.array([[np.exp(vals[0]), vals[2]], [vals[2], np.exp(vals[1])]])

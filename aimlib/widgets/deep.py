@@ -1,7 +1,9 @@
 """The deep-attention panel: both layers' errors against alpha, for two hardmax layers and either teacher family."""
 from __future__ import annotations
 
-from ..channels.deep_patterns import STORED_RESIDUALS
+import html
+
+from ..channels import DeepAttention
 from ..priors import Centred
 from .base import (ALPHA_BOUNDS, RHO_BOUNDS, W, Panel, deep_curve_cached, dropdown, error_axes, figure, log_slider,
                    number, parse_range, range_text, round_sig, se_curve_cached)
@@ -13,16 +15,25 @@ class _DeepPanel(Panel):
     def _params(self):
         ctl = self.controls
         lo, hi = parse_range("alpha range", ctl["alpha_range"].value, *ALPHA_BOUNDS)
-        return {"c": float(ctl["c"].value), "teachers": ctl["teachers"].value,
+        c = DeepAttention(c=number("c", ctl["c"].value, -100.0, 100.0)).c     # away from -1, 0 and 1
+        return {"c": c, "teachers": ctl["teachers"].value,
                 "rho1": round_sig(number("rho_1", ctl["rho1"].value, *RHO_BOUNDS)),
                 "rho2": round_sig(number("rho_2", ctl["rho2"].value, *RHO_BOUNDS)),
                 "lo": round_sig(lo), "hi": round_sig(hi)}
 
     def _compute(self, p):
+        ch = DeepAttention(c=p["c"])
+        if not ch.tables_ready(shared=p["teachers"] == "wishart"):
+            ch.tabulate(p["teachers"] == "wishart", self._progress)
         alphas, e1, e2 = deep_curve_cached(p["c"], p["rho1"], p["rho2"], p["lo"], p["hi"], N_POINTS,
                                            p["teachers"])
         _, one = se_curve_cached("hardmax", 2, Centred(p["rho2"]), p["lo"], p["hi"], "log", N_POINTS)
         return {"params": p, "alpha": alphas, "mmse_1": e1, "mmse_2": e2, "one_layer": one}
+
+    def _progress(self, done: int, total: int) -> None:
+        """Say, in the message line, how far the tables of a new ``c`` are (two seconds, fifteen for Wishart)."""
+        self.message.value = html.escape(f"tabulating the output functions of c = {self.controls['c'].value:g}: "
+                                         f"{done}/{total} nodes")
 
     def _plot(self, data):
         p = data["params"]
@@ -43,8 +54,9 @@ def deep_panel(c: float = 0.5, rho1: float = 0.5, rho2: float = 0.5, alpha_range
                teachers: str = "centred") -> Panel:
     """Two hardmax attention layers (``T = 2``): each layer's SE error against ``alpha``.
 
-    Controls: ``c`` (residual strength, the values whose output functions are
-    stored, ``deep_patterns.STORED_RESIDUALS``), ``teachers`` (``centred``: the Bayes
+    Controls: ``c`` (residual strength, in ``[-100, 100]`` at least
+    :data:`~aimlib.channels.deep_hardmax.C_MARGIN` from -1, 0 and 1; a ``c`` whose output
+    functions are not stored is tabulated once, with its progress in the message line), ``teachers`` (``centred``: the Bayes
     error; ``wishart``: GAMP-RIE's state evolution, an upper bound on it), ``rho1``,
     ``rho2`` (log sliders) and ``alpha_range`` (text).  ``panel.last_data``: ``params``,
     ``alpha``, ``mmse_1``, ``mmse_2`` (from :func:`aimlib.state_evolution.curve`
@@ -52,7 +64,7 @@ def deep_panel(c: float = 0.5, rho1: float = 0.5, rho2: float = 0.5, alpha_range
     layer with a centred teacher at ``rho2``, for comparison).
     """
     controls = {
-        "c": dropdown(STORED_RESIDUALS, c, "c"),
+        "c": W.FloatText(value=c, description="c", step=0.1, layout=W.Layout(width="160px")),
         "teachers": dropdown(("centred", "wishart"), teachers, "teachers"),
         "rho1": log_slider(rho1, 0.05, 5.0, "ρ₁"),
         "rho2": log_slider(rho2, 0.05, 5.0, "ρ₂"),

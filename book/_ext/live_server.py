@@ -21,7 +21,11 @@ Two servers, both on 127.0.0.1 only:
   of the machine, and pages of other sites or ports, cannot obtain the token;
   the browser that opened the address keeps the key across the book's pages.
 * ``jupyter_server`` (``live_origin.py``): token required (passed in the
-  environment, not on the command line), requests from any origin but the
+  environment, not on the command line), and sent to it only after the server
+  has proved that it is the one this script started (an HMAC of a fresh nonce
+  under a key passed in its environment, ``live_origin.PROOF_PATH``): another
+  local user holding the kernel port is sent nothing; a port already in use
+  is refused before anything starts, requests from any origin but the
   book's refused with 403 (REST, websockets, CORS preflights), kernels started
   in ``book/`` with this repository first on ``PYTHONPATH``, as the build
   executes the chapters, and shut down when idle for ``cull_idle_timeout``
@@ -55,6 +59,9 @@ import urllib.error
 import urllib.request
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from live_origin import PROOF_KEY_ENV, PROOF_PATH, proof  # noqa: E402
 
 HOST = "127.0.0.1"
 CONFIG_PATH = "/_live/config.json"
@@ -182,21 +189,47 @@ def _start_page(html: Path) -> str:
     return refresh.group(1) if refresh else "index.html"
 
 
-def _wait_for_kernel_server(proc: subprocess.Popen, url: str, token: str, timeout: float) -> None:
+def _wait_for_kernel_server(proc: subprocess.Popen, url: str, key: str, timeout: float) -> None:
+    """Wait until the server at ``url`` proves that it is ``proc`` (``live_origin.py``, given ``key``).
+
+    Each probe sends a fresh nonce and nothing else (no token) to ``PROOF_PATH`` and checks the
+    answer against ``HMAC-SHA256(key, nonce)``.  A connection refused is a server not yet
+    listening; any answer that is not the proof is another process on the port: refused at once.
+    """
     deadline = time.time() + timeout
-    request = urllib.request.Request(f"{url}api/status", headers={"Authorization": f"token {token}"})
     while True:
         if proc.poll() is not None:
             raise RuntimeError(f"jupyter_server exited with {proc.returncode}")
+        nonce = secrets.token_hex(16)
         try:
-            with urllib.request.urlopen(request, timeout=2) as r:
-                if r.status == 200:
-                    return
+            with urllib.request.urlopen(f"{url}{PROOF_PATH.lstrip('/')}?nonce={nonce}", timeout=2) as r:
+                answer = r.read(200).decode("ascii", "replace")
+        except urllib.error.HTTPError as err:
+            answer = f"HTTP {err.code}"
         except (urllib.error.URLError, ConnectionError, TimeoutError):
-            pass
+            answer = None
+        if answer is not None:
+            if hmac.compare_digest(answer, proof(key.encode(), nonce)):
+                return
+            raise RuntimeError(f"kernel_port: another process answers at {url} and cannot prove that it is the "
+                               "jupyter_server this script started; nothing was sent to it. Choose another "
+                               "--kernel-port (0: a free one)")
         if time.time() > deadline:
             raise RuntimeError(f"jupyter_server did not answer at {url} within {timeout:g} s")
         time.sleep(0.3)
+
+
+def _check_free(name: str, port: int) -> None:
+    """``ValueError`` naming ``name`` if some process listens on ``127.0.0.1:port`` (0: any free port)."""
+    if port == 0:
+        return
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)   # as the servers bind: TIME_WAIT is free
+        try:
+            probe.bind((HOST, port))
+        except OSError as err:
+            raise ValueError(f"{name}: {HOST}:{port} is in use ({err.strerror}); choose another "
+                             f"--{name.replace('_', '-')} (0: a free one)") from None
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -247,6 +280,11 @@ def live_book(html: Path, port: int = 0, kernel_port: int = 0, log=None, timeout
     ------
     PermissionError
         As root without ``allow_root``.
+    ValueError
+        No built book at ``html``, a port outside ``[0, 65535]`` or already in use.
+    RuntimeError
+        The kernel server exits, does not answer within ``timeout``, or something else on its
+        port answers without the proof (:func:`_wait_for_kernel_server`).
     """
     html = Path(html)
     if not (html / "index.html").is_file():
@@ -257,18 +295,20 @@ def live_book(html: Path, port: int = 0, kernel_port: int = 0, log=None, timeout
     if os.geteuid() == 0 and not allow_root:
         raise PermissionError("live mode refuses to run as root (its kernels would run code as root); "
                               "pass --allow-root (make live LIVE_ALLOW_ROOT=1) to run it anyway")
+    _check_free("kernel_port", kernel_port)
+    _check_free("port", port)
     book = ThreadingHTTPServer((HOST, port), functools.partial(_BookHandler, directory=str(html)))
     origin = f"http://{HOST}:{book.server_address[1]}"
     if kernel_port == 0:
         with socket.socket() as probe:
             probe.bind((HOST, 0))
             kernel_port = probe.getsockname()[1]
-    token = secrets.token_urlsafe(32)
+    token, key = secrets.token_urlsafe(32), secrets.token_hex(32)
     kernel_url = f"http://{HOST}:{kernel_port}/"
     config = {"baseUrl": kernel_url, "wsUrl": f"ws://{HOST}:{kernel_port}/", "token": token,
               "kernelName": KERNEL_NAME}
     book.live = _LiveSession(config)
-    env = dict(os.environ, JUPYTER_TOKEN=token,
+    env = dict(os.environ, JUPYTER_TOKEN=token, **{PROOF_KEY_ENV: key},
                PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
     threading.Thread(target=book.serve_forever, daemon=True).start()
     proc = None
@@ -276,7 +316,7 @@ def live_book(html: Path, port: int = 0, kernel_port: int = 0, log=None, timeout
         proc = subprocess.Popen(
             _kernel_server_command(kernel_port, origin, allow_root, cull_idle_timeout, cull_interval),
             env=env, stdout=log, stderr=subprocess.STDOUT if log else None, start_new_session=True)
-        _wait_for_kernel_server(proc, kernel_url, token, timeout)
+        _wait_for_kernel_server(proc, kernel_url, key, timeout)
         yield LiveBook(origin, _start_page(html), book.live.secret, config)
     finally:
         book.shutdown()
@@ -300,7 +340,7 @@ def main(argv=None) -> None:
                   f"which keeps the session while this server runs; kernels: jupyter_server at "
                   f"{live.config['baseUrl']}, 127.0.0.1 only). Ctrl-C stops both.", flush=True)
             threading.Event().wait()
-    except PermissionError as err:
+    except (PermissionError, ValueError, RuntimeError) as err:
         sys.exit(f"live_server: {err}")
     except KeyboardInterrupt:
         print("Stopped.", flush=True)
