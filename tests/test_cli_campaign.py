@@ -12,13 +12,22 @@ solver failure (exit 1): never a traceback, a NaN, or an error outside
 * ``tiny m``: GAMP in its perfect-recovery regimes (large ``alpha`` at small ``d``),
   where a collapsed prediction ``m -> 0`` must not be reported as a success: a
   run that exits 0 has its measured error consistent with the predicted ``m``
-  (the contract of :func:`aimlib.amp.gamp_rie`).
+  (the contract of :func:`aimlib.amp.gamp_rie`);
+* ``deep``: the deep-hardmax channel (``--layers``, ``--c`` near and at its collisions, ``--teachers``,
+  one width ratio per layer or not) in ``se``, ``threshold`` and ``amp`` (issue 36, items 7, 8, 11);
+* ``surfaces``: ``--tokens-storage``, ``--scheduler`` and ``--shards`` of ``amp``, and ``sweep`` on
+  spec paths that are missing, a folder or a device (issue 36, items 1, 2, 8, 11).
+
+``AIM_CAMPAIGN_COUNTS=FILE`` writes the outcomes per family and exit status as JSON to ``FILE``.
 
 The run is bounded: a fixed number of derandomized examples, each cheap.
 """
 from __future__ import annotations
 
+import collections
+import json
 import math
+import os
 import re
 
 import numpy as np
@@ -37,7 +46,11 @@ NUMBERS = st.one_of(
     st.floats(min_value=1e-8, max_value=2.0).map(repr),
 )
 SMALL_INTS = st.one_of(st.integers(-3, 24).map(str), st.sampled_from(["1.5", "x", "100000000"]))
-FAMILIES = ["plain", "repeat", "nested", "extreme", "tiny m"]
+FAMILIES = ["plain", "repeat", "nested", "extreme", "tiny m", "deep", "surfaces"]
+#: --c of the deep family: stored, new (tabulated on demand, two layers), at and near the collisions, out of range
+DEEP_C = st.sampled_from(["0.5", "2", "-0.5", "0.3", "-2.5", "1", "0", "-1", "0.995", "0.0001", "0.999999999999",
+                          "nan", "1e9", "-100", "100", "x"])
+OUTCOMES = collections.Counter()
 VALID = {"--channel": "softmax", "--T": "2", "--rho": "0.5", "--beta": "1", "--noise": "0", "--restarts": "1",
          "--steps": "1", "--weight-decay": "0", "--d": "8", "--seed": "0", "--max-iter": "1", "--alpha": "0.1",
          "--damping": "0.5", "--tol": "0.001"}
@@ -74,6 +87,8 @@ def argv(draw):
         key, open_, close = draw(st.sampled_from([("p", "[", "]"), ("cov", "[", "]"), ("c", '{"a": ', "}")]))
         law = '{"name": "correlated", "%s": %s1%s}' % (key, open_ * depth, close * depth)
         return family, [draw(st.sampled_from(["amp", "gd"])), "--tokens", law, "--alpha", "0.1", "--d", "8"]
+    if family in ("deep", "surfaces"):
+        return family, draw(_deep() if family == "deep" else _surfaces())
     command = draw(st.sampled_from(["se", "threshold", "amp", "gd"]))
     options = _options(command, EXTREME if family == "extreme" else NUMBERS)
     if family == "repeat":   # valid values only, so that the repeat is the one thing wrong
@@ -90,9 +105,47 @@ def argv(draw):
     return family, args
 
 
+@st.composite
+def _deep(draw):
+    """``se``, ``threshold`` or ``amp`` of the deep-hardmax channel with some of its options."""
+    command = draw(st.sampled_from(["se", "threshold", "amp"]))
+    layers = draw(st.sampled_from(["2", "3", "2", "3", "4", "x", None]))
+    c = draw(st.one_of(st.sampled_from(["0.5", "2", "-0.5"]), DEEP_C))
+    if layers == "3" and c in ("0.3", "-2.5"):       # a new c of three layers takes 30 s to tabulate
+        c = "0.5"
+    args = [command, "--channel", "deep-hardmax"] + (["--layers", layers] if layers else []) + ["--c", c]
+    if draw(st.booleans()):
+        args += ["--teachers", draw(st.sampled_from(["centred", "centred", "wishart", "nope"]))]
+    if command != "threshold" or draw(st.integers(0, 3)) == 0:     # one width ratio per layer, mostly valid
+        count = draw(st.sampled_from([int(layers) if layers in ("2", "3") else 2] * 3 + [1, 3]))
+        args += ["--rho"] + [draw(st.sampled_from(["0.5", "0.5", "1", "0", "2e3"])) for _ in range(count)]
+    if command != "threshold":
+        args += ["--alpha", draw(st.sampled_from(["0.1", "1", "1", "0", "1e300"]))]
+    if command == "amp":
+        args += ["--d", draw(st.sampled_from(["8", "12"])), "--max-iter", "30", "--on-max-iter", "return"]
+    return args
+
+
+@st.composite
+def _surfaces(draw):
+    """``amp`` with ``--tokens-storage``, ``--scheduler`` and ``--shards``, or ``sweep`` on a bad spec path."""
+    if draw(st.booleans()):
+        return ["sweep", draw(st.sampled_from(["/nonexistent/spec.yaml", "/tmp", "/dev/null", "/dev/zero", ""])),
+                "--no-progress"] + (["--scheduler", "serial"] if draw(st.booleans()) else [])
+    args = ["amp", "--alpha", "0.1", "--d", "8", "--max-iter", "20", "--on-max-iter", "return"]
+    if draw(st.booleans()):
+        args += ["--tokens-storage", draw(st.sampled_from(["store", "regenerate", "disk"]))]
+    if draw(st.booleans()):     # 'local' starts a cluster (tests/test_dask_security.py covers it)
+        args += ["--scheduler", draw(st.sampled_from(["serial", "inproc://x", "tcp://127.0.0.1:8786", "tls://",
+                                                      "tls://host", "ws://h:1", "local:", ""]))]
+    if draw(st.booleans()):
+        args += ["--shards", draw(st.sampled_from(["0", "-1", "2", "1000000", "x", "1.5"]))]
+    return args
+
+
 def _names_an_option(line: str, args) -> bool:
     """The error line names an option the user typed (``--rho``, or ``rho`` as the library writes it)."""
-    typed = {a for a in args if a.startswith("--")} | {"--alpha", "--d"}   # --alpha, --d: required
+    typed = {a for a in args if a.startswith("--")} | {"--alpha", "--d", "--spec"}   # required (SPEC: "spec")
     for opt in typed:
         for name in (opt, opt[2:], opt[2:].replace("-", "_")):
             if re.search(r"(?<![\w-])" + re.escape(name) + r"(?![\w])", line):
@@ -127,6 +180,18 @@ def _consistent(res, d: int) -> bool:
 @SETTINGS
 @given(case=argv())
 def test_any_arguments_give_a_result_a_named_error_or_a_solver_failure(capsys, monkeypatch, case):
+    _check_outcome(capsys, monkeypatch, case)
+
+
+@settings(SETTINGS, max_examples=60)
+@given(case=st.sampled_from(["deep", "surfaces"]).flatmap(
+    lambda family: (_deep() if family == "deep" else _surfaces()).map(lambda args: (family, args))))
+def test_the_deep_channel_and_the_sharding_surfaces_likewise(capsys, monkeypatch, case):
+    _check_outcome(capsys, monkeypatch, case)
+
+
+def _check_outcome(capsys, monkeypatch, case):
+    """Run ``python -m aimlib`` on ``case = (family, args)`` and hold its outcome to the campaign's rules."""
     from aimlib.amp import run as amp_run
 
     family, args = case
@@ -143,6 +208,8 @@ def test_any_arguments_give_a_result_a_named_error_or_a_solver_failure(capsys, m
     except SystemExit as exc:   # argparse
         status = exc.code
     out, err = capsys.readouterr()
+    err = "".join(line for line in err.splitlines(True) if not line.startswith("deep-hardmax: tabulat"))  # progress
+    OUTCOMES[f"{family}: exit {status}"] += 1
     assert status in (0, 1, 2), (args, status)
     assert "Traceback" not in err and "Traceback" not in out
     if family == "repeat":
@@ -160,10 +227,18 @@ def test_any_arguments_give_a_result_a_named_error_or_a_solver_failure(capsys, m
         assert all(not math.isnan(x) for x in values), (args, out)
         if isinstance(row, dict):
             assert all(x >= 0 for k, x in row.items() if k.startswith("mmse")), (args, out)
-        if args[0] == "se":      # the Bayes-optimal error: between perfect recovery and the prior's
-            assert 0 <= row["mmse"] <= 1 + 1e-12, (args, out)
+        errors = [x for k, x in row.items() if k.startswith("mmse")] if isinstance(row, dict) else []
+        if args[0] == "se":      # the Bayes-optimal error (or GAMP-RIE's): between perfect recovery and the prior's
+            assert errors and all(0 <= e <= 1 + 1e-12 for e in errors), (args, out)
         if args[0] == "amp":     # never worse than the prior mean (1 up to finite-d fluctuations)
-            assert row["mmse"] <= 1.2, (args, out)
+            assert errors and all(e <= 1.2 for e in errors), (args, out)
     if args[0] == "amp" and runs and runs[-1].converged:
         d = int(_numbers(out)[0]["d"])
         assert _consistent(runs[-1], d), (args, out, runs[-1].m, runs[-1].mmse)
+
+
+def teardown_module(module):
+    """With ``AIM_CAMPAIGN_COUNTS`` set, write the outcomes per family and exit status there."""
+    if os.environ.get("AIM_CAMPAIGN_COUNTS"):
+        with open(os.environ["AIM_CAMPAIGN_COUNTS"], "w") as f:
+            json.dump(dict(sorted(OUTCOMES.items())), f, indent=1)

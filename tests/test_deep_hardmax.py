@@ -8,7 +8,8 @@ import pytest
 
 from aimlib import amp, cli, model
 from aimlib import state_evolution as se
-from aimlib.channels import DeepAttention, Hardmax, deep_hardmax as dh, deep_patterns as dp, hardmax, sample_indices, sigma2
+from aimlib.channels import DeepAttention, Hardmax, deep_hardmax as dh, deep_patterns as dp, hardmax
+from aimlib.channels import lambda_tables as lt, sample_indices, sigma2
 from aimlib.backend import to_host
 from aimlib.priors import Centred
 from conftest import assert_layer_gradients
@@ -76,7 +77,7 @@ def test_residuals_within_the_margin_of_a_collision_are_refused(c0, layers):
 @pytest.mark.parametrize("c", [-1.01, -0.99, -0.01, 0.01, 0.99, 1.01])
 def test_the_output_moments_are_finite_at_the_margins(c):
     """At the margin of each collision G is finite at the corners of the tabulated lambda range."""
-    top = float(dp.lambda_nodes()[0])
+    top = float(lt.lambda_nodes(dp.CHEB_DEG)[0])
     for lam1, lam2 in [(0.0, 0.0), (top, top), (0.0, top), (top, 0.0)]:
         for r in (0.0, 0.99):
             G = dp.fisher_matrix_direct(c, lam1, lam2, r)
@@ -162,7 +163,7 @@ def test_the_fisher_interpolant_against_its_quadrature():
 def test_the_stored_tables_pass_through_fresh_quadrature_at_their_nodes(c):
     """Interpolation at the Chebyshev nodes is exact: the stored table must reproduce G_l there."""
     assert float(c) in dp._stored(), "aimlib/data/deep_hardmax_tables.npz lacks this c or has other settings"
-    lam, r = dp._lambda(dp._nodes(dp.CHEB_DEG)), (dp._nodes(dp.R_DEG) + 1) / 2
+    lam, r = lt.lambda_of(lt.chebyshev_nodes(dp.CHEB_DEG)), (lt.chebyshev_nodes(dp.R_DEG) + 1) / 2
     for i, j, k in [(0, 3, 0), (5, 10, 4), (9, 1, 8)]:
         direct = dp.fisher_scaled_direct(c, lam[i], lam[j])
         assert dp.fisher_scaled(c, lam[i], lam[j]) == pytest.approx(direct, rel=1e-9)
@@ -173,7 +174,7 @@ def test_the_stored_tables_pass_through_fresh_quadrature_at_their_nodes(c):
 def test_the_axis_by_axis_grid_is_the_direct_quadrature():
     """moments_grid computes each layer's terms once per axis: the same numbers as fisher_matrix_direct at
     each node, and at a stored c the same table as the stored one (made node by node)."""
-    lam, rs = dp.lambda_nodes(), [0.0, 0.7]
+    lam, rs = lt.lambda_nodes(dp.CHEB_DEG), [0.0, 0.7]
     G = dp.moments_grid(0.3, rs)
     for i, j, k in [(0, 0, 0), (3, 7, 1), (10, 2, 1)]:
         np.testing.assert_allclose(G[i, j, k], dp.fisher_matrix_direct(0.3, lam[i], lam[j], rs[k]), rtol=1e-12,
@@ -184,7 +185,7 @@ def test_the_axis_by_axis_grid_is_the_direct_quadrature():
 @pytest.mark.parametrize("c, rel", [(0.3, 0.01), (0.99, 0.01), (-100.0, 0.01), (0.01, 0.06)])
 def test_a_new_residual_is_tabulated_on_demand_to_its_stated_accuracy(monkeypatch, c, rel):
     """Any c in range: its table is built once (seconds), with progress, to the accuracy fisher_scaled states."""
-    monkeypatch.setattr(dp, "_BUILT", {})
+    monkeypatch.setattr(lt, "_BUILT", {})
     ch, calls = DeepAttention(c=c), []
     assert not ch.tables_ready()
     ch.tabulate(progress=lambda done, total: calls.append((done, total)))
@@ -408,7 +409,7 @@ def test_the_cli_prints_the_onsets_of_both_layers(capsys):
 
 
 def test_the_command_line_shows_progress_while_it_tabulates_a_new_residual(monkeypatch, capsys):
-    monkeypatch.setattr(dp, "_BUILT", {})
+    monkeypatch.setattr(lt, "_BUILT", {})
     assert cli.main(["threshold", "--channel", "deep-hardmax", "--c", "0.3"]) == 0
     out, err = capsys.readouterr()
     assert out.splitlines()[0] == "layer,alpha_bar" and len(out.splitlines()) == 3

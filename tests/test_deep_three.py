@@ -8,6 +8,7 @@ import pytest
 from aimlib import cli, model
 from aimlib import state_evolution as se
 from aimlib.channels import DeepAttention, deep_hardmax as dh, deep_histories as dhi, deep_patterns as dp
+from aimlib.channels import lambda_tables as lt
 from aimlib.channels import hardmax, sample_indices
 from aimlib.priors import Centred
 from aimlib.state_evolution.fixed_point import cross_terms
@@ -50,11 +51,11 @@ def test_the_layers_argument():
 def test_a_new_residual_whose_table_misses_quadrature_is_refused(monkeypatch):
     """c = -0.97 passes the margin, but its three-layer interpolant misses direct quadrature by 12 % at
     (1, 2, 3): refused with the numbers, and nothing kept; c = 0.97 is tabulated and kept."""
-    monkeypatch.setattr(dp, "_BUILT", {})
+    monkeypatch.setattr(lt, "_BUILT", {})
     with pytest.raises(ValueError, match=r"c = -0.97: the tabulated output functions miss direct quadrature by "
                                          r"0\.1\d+ .* more than the 0\.03 allowed"):
         DeepAttention(c=-0.97, layers=3).tabulate()
-    assert not dp._BUILT
+    assert not lt._BUILT
     DeepAttention(c=0.97, layers=3).tabulate()
     assert DeepAttention(c=0.97, layers=3).tables_ready()
 
@@ -171,7 +172,7 @@ def test_the_output_moments_of_three_layers_and_their_cross_terms():
 def test_the_stored_three_layer_table_passes_through_fresh_quadrature_at_its_nodes():
     """Interpolation at the Chebyshev nodes is exact: the stored table reproduces G there (G_13 = G_23 = 0)."""
     assert 0.5 in dhi._stored3(), "aimlib/data/deep_hardmax3_tables.npz lacks c = 0.5 or has other settings"
-    lam = dp.lambda_nodes(dhi.CHEB3_DEG)
+    lam = lt.lambda_nodes(dhi.CHEB3_DEG)
     for i, j, k in [(0, 3, 8), (5, 8, 1)]:
         direct = dhi.fisher_matrix3_direct(0.5, lam[i], lam[j], lam[k])
         direct[[0, 1, 2, 2], [2, 2, 0, 1]] = 0.0

@@ -315,9 +315,9 @@ def test_panel_channels_come_from_the_registry():
 def test_deep_panel_takes_any_residual_in_range(monkeypatch):
     """A c without stored tables is tabulated (progress in the message line) and drawn; a c at a
     collision is refused in the message line with the margin."""
-    from aimlib.channels import deep_patterns
+    from aimlib.channels import lambda_tables
 
-    monkeypatch.setattr(deep_patterns, "_BUILT", {})
+    monkeypatch.setattr(lambda_tables, "_BUILT", {})
     p = aw.deep_panel(c=0.5, alpha_range="0.1, 2")
     seen = []
     p.message.observe(lambda change: seen.append(change["new"]), names="value")

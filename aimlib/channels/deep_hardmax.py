@@ -31,7 +31,8 @@ from . import hardmax
 from .base import Channel, sample_indices, sigma2
 from . import deep_histories, deep_patterns
 from .deep_histories import fisher_matrix3_direct, log_z_and_g, separable_scaled3
-from .deep_patterns import LAMBDA_MAX, fisher_matrix, fisher_scaled, fisher_scaled_direct, oracle_fisher_scaled
+from .deep_patterns import fisher_matrix, fisher_scaled, fisher_scaled_direct, oracle_fisher_scaled
+from .lambda_tables import LAMBDA_MAX
 from .softmax import check_beta, row_softmax
 
 __all__ = ["DeepAttention", "check_residual", "C_MARGIN", "limit_map", "limit_thresholds", "limit_error"]
@@ -164,25 +165,23 @@ class DeepAttention(Channel):
         """
         return self.n_indices == 3 or any(p.mean_square() > 0 for p in priors)
 
-    def _tables(self, shared: bool) -> list:
-        """``(kind, accessor)`` of the interpolants the state evolution reads for this ``c``."""
-        if self.n_indices == 3:
-            return [("three", deep_histories.table3)]
-        return [("centred", deep_patterns.centred_table)] + ([("shared", deep_patterns.shared_table)] if shared else [])
-
     def tables_ready(self, shared: bool = False) -> bool:
         """Whether the interpolants for this ``c`` (``shared``: those of teachers with a known part) are
         stored or already built in this session (:meth:`tabulate` would return at once)."""
-        stored = {"centred": deep_patterns._stored(), "shared": deep_patterns._stored(),
-                  "three": deep_histories._stored3()}
-        return all(self.c in stored[kind] or (kind, self.c) in deep_patterns._BUILT for kind, _ in self._tables(shared))
+        if self.n_indices == 3:
+            return deep_histories.tables_ready3(self.c)
+        return deep_patterns.tables_ready(self.c, shared)
 
     def tabulate(self, shared: bool = False, progress=None) -> None:
         """Build, once per session, the interpolants of ``G`` for this ``c`` that are not stored: two layers'
         centred table (two seconds on one core), with ``shared`` their table in the correlation ``r``
         (fifteen), three layers' table (thirty).  ``progress(done, total)`` is called as they are built."""
-        for _, table in self._tables(shared):
-            table(self.c, progress)
+        if self.n_indices == 3:
+            deep_histories.table3(self.c, progress)
+            return
+        deep_patterns.centred_table(self.c, progress)
+        if shared:
+            deep_patterns.shared_table(self.c, progress)
 
     def separable_fisher(self, q, Q0, T, shared):
         r"""``F_l^sep = 1 / (F^{-1})_ll``: the state evolution of GAMP-RIE with one denoiser per layer.

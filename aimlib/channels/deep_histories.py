@@ -33,14 +33,15 @@ from pathlib import Path
 import numpy as np
 
 from .._lazy import LazyModule
-from .deep_patterns import (ENTRY_VAR, LAMBDA_MAX, PATTERNS, cached_table, chebyshev_fit, entries, entry_products,
-                            history_posterior, lambda_coordinate, lambda_nodes, layer1_terms, load_tables, mixed_terms,
-                            pattern_matrix, posterior_entries, save_tables, symmetric_matrix, verify_interpolant)
+from .deep_patterns import (ENTRY_VAR, PATTERNS, entries, entry_products, history_posterior, layer1_terms, mixed_terms,
+                            pattern_matrix, posterior_entries, symmetric_matrix)
+from .lambda_tables import (LAMBDA_MAX, cached_table, chebyshev_fit, lambda_coordinate, lambda_nodes, load_tables,
+                            save_tables, table_ready, verify_interpolant)
 
 special = LazyModule("scipy.special")   # loaded on first use: `import aimlib.channels` needs no SciPy
 
 __all__ = ["history_terms", "extend_histories", "prefix_terms", "log_z_and_g", "mixing_matrices",
-           "fisher_matrix3_direct", "moments_grid3", "build_tables3", "table3",
+           "fisher_matrix3_direct", "moments_grid3", "build_tables3", "table3", "tables_ready3",
            "write_tables3", "fisher_matrix3", "separable_scaled3", "SOBOL3_LOG2", "SOBOL3_SEED", "CHEB3_DEG",
            "STORED_RESIDUALS3", "TABLES3"]
 
@@ -199,8 +200,13 @@ def write_tables3(path=TABLES3, residuals=STORED_RESIDUALS3) -> Path:
 
 @lru_cache(maxsize=1)
 def _stored3() -> dict:
-    """The stored three-layer tables by ``c`` (:func:`~aimlib.channels.deep_patterns.load_tables`)."""
+    """The stored three-layer tables by ``c`` (:func:`~aimlib.channels.lambda_tables.load_tables`)."""
     return {c: coef for c, (coef,) in load_tables(TABLES3, _table_settings3(), ("coef",)).items()}
+
+
+def tables_ready3(c: float) -> bool:
+    """Whether :func:`table3` of ``c`` would return at once (stored, or built already)."""
+    return table_ready("three", c, _stored3())
 
 
 def table3(c: float, progress=None) -> np.ndarray:

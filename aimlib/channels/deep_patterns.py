@@ -37,15 +37,16 @@ from ..backend import to_host
 from . import hardmax
 from .._lazy import LazyModule
 from ._bivariate import grad_log_bvn, log_bvn_cdf
+from .lambda_tables import (LAMBDA_MAX, cached_table, chebyshev_fit, chebyshev_nodes, lambda_coordinate,
+                            lambda_nodes, load_tables, save_tables, table_ready, verify_interpolant)
 
 special = LazyModule("scipy.special")   # loaded on first use: `import aimlib.channels` needs no SciPy
 
 __all__ = ["PATTERNS", "ENTRY_VAR", "pattern_matrix", "mixed_functionals", "functionals", "entries",
            "symmetric_matrix", "layer1_terms", "orthant_terms", "mixed_terms", "layer2_terms", "posterior_entries",
-           "history_posterior", "pattern_posterior", "entry_products", "lambda_nodes", "lambda_coordinate",
-           "chebyshev_fit", "fisher_matrix_direct", "fisher_scaled_direct", "oracle_fisher_scaled", "fisher_scaled",
-           "fisher_matrix", "moments_grid", "build_centred", "build_shared", "centred_table", "shared_table",
-           "cached_table", "verify_interpolant", "write_tables", "save_tables", "load_tables", "STORED_RESIDUALS", "LAMBDA_MAX"]
+           "history_posterior", "pattern_posterior", "entry_products", "fisher_matrix_direct", "fisher_scaled_direct",
+           "oracle_fisher_scaled", "fisher_scaled", "fisher_matrix", "moments_grid", "build_centred", "build_shared", "centred_table", "shared_table",
+           "tables_ready", "write_tables", "STORED_RESIDUALS"]
 
 #: the four layer-1 sign patterns ``(s_1, s_2)`` of ``T = 2``
 PATTERNS = ((1.0, 1.0), (1.0, -1.0), (-1.0, 1.0), (-1.0, -1.0))
@@ -154,9 +155,7 @@ def pattern_posterior(logs, g1s, g2s):
 SOBOL_LOG2 = 12       # 2^12 scrambled Sobol points for the six omega entries
 CHEB_DEG = 10         # degree of the Chebyshev interpolants per lambda axis
 R_DEG = 8             # degree in the correlation r of the shared-law interpolant
-LAMBDA_MAX = 1e3      # largest q_l / V_l tabulated (errors down to about 1e-3)
 SOBOL_SEED = 20251130  # the fixed scramble: G is a deterministic function of (lambda, r)
-_X_MIN = 1.0 / np.sqrt(1.0 + LAMBDA_MAX)
 #: residual strengths whose interpolants ship with the package (``aimlib/data``), checked by the tests
 STORED_RESIDUALS = (0.5, 2.0, -0.5, 3.0)
 TABLES = Path(__file__).resolve().parents[1] / "data" / "deep_hardmax_tables.npz"
@@ -264,36 +263,8 @@ def oracle_fisher_scaled(c: float, layer: int, lam: float, r: float) -> float:
 
 # -- the interpolants -------------------------------------------------------------------
 
-def _nodes(deg: int) -> np.ndarray:
-    return np.cos(np.pi * (np.arange(deg + 1) + 0.5) / (deg + 1))
-
-
-def _lambda(u):
-    """The ``lambda`` of the Chebyshev variable ``u`` in ``[-1, 1]`` (``x = 1/sqrt(1 + lambda)`` in ``[x_min, 1]``)."""
-    return 1.0 / (_X_MIN + (1.0 - _X_MIN) * (np.asarray(u) + 1) / 2) ** 2 - 1.0
-
-
-def lambda_nodes(deg: int = CHEB_DEG) -> np.ndarray:
-    """The ``lambda >= 0`` at the ``deg + 1`` Chebyshev nodes of the variable ``x = 1/sqrt(1 + lambda)``."""
-    return np.maximum(_lambda(_nodes(deg)), 0.0)
-
-
-def lambda_coordinate(lam) -> np.ndarray:
-    """The Chebyshev variable ``u`` in ``[-1, 1]`` of ``lambda`` (the inverse of the map of :func:`lambda_nodes`)."""
-    return 2.0 * (1.0 / np.sqrt(1.0 + np.asarray(lam, dtype=float)) - _X_MIN) / (1.0 - _X_MIN) - 1.0
-
-
-def chebyshev_fit(vals: np.ndarray, degrees) -> np.ndarray:
-    """Chebyshev coefficients of the tensor-grid values ``vals`` (``C = V^-1 F V^-T`` per axis)."""
-    C = vals
-    for axis, deg in enumerate(degrees):
-        Vinv = np.linalg.inv(np.polynomial.chebyshev.chebvander(_nodes(deg), deg))
-        C = np.moveaxis(np.tensordot(Vinv, C, axes=(1, axis)), 0, axis)
-    return C
-
-
 def moments_grid(c: float, rs, progress=None) -> np.ndarray:
-    """:func:`fisher_matrix_direct` on the grid ``lambda_nodes() x lambda_nodes() x rs``, shape
+    """:func:`fisher_matrix_direct` on the grid ``lambda_nodes(CHEB_DEG)^2 x rs``, shape
     ``(deg+1, deg+1, len(rs), 2, 2)``.
 
     The same numbers, computed once per axis: layer 1's terms depend on ``lambda_1`` alone and
@@ -324,31 +295,13 @@ def build_shared(c: float, progress=None) -> np.ndarray:
     """Chebyshev coefficients ``(3, deg+1, deg+1, R_DEG+1)`` of ``log G_11``, ``log G_22`` and ``G_12``
     in ``(x_1, x_2, r)``, ``r`` in ``[0, 1]`` (teachers that share a known part), computed
     (:func:`moments_grid`, about fifteen seconds on one core)."""
-    G = moments_grid(c, (_nodes(R_DEG) + 1) / 2, progress)
+    G = moments_grid(c, (chebyshev_nodes(R_DEG) + 1) / 2, progress)
     return np.stack([chebyshev_fit(f, (CHEB_DEG, CHEB_DEG, R_DEG))
                      for f in (np.log(G[..., 0, 0]), np.log(G[..., 1, 1]), G[..., 0, 1])])
 
 
 def _table_settings() -> np.ndarray:
     return np.array([SOBOL_LOG2, CHEB_DEG, R_DEG, LAMBDA_MAX, SOBOL_SEED], dtype=float)
-
-
-def save_tables(path, residuals, settings: np.ndarray, **arrays) -> Path:
-    """Store Chebyshev tables: ``c`` (the residual strengths), the ``arrays`` (one entry per ``c``
-    each) and the ``settings`` they were made with."""
-    np.savez(path, c=np.array(residuals, dtype=float), settings=settings, **arrays)
-    return Path(path)
-
-
-def load_tables(path, settings: np.ndarray, fields) -> dict:
-    """The tables stored at ``path`` by ``c``, a tuple of the ``fields`` each, if they were made
-    with ``settings`` (else none)."""
-    if not Path(path).is_file():
-        return {}
-    with np.load(path) as f:
-        if not np.array_equal(f["settings"], settings):
-            return {}
-        return {float(c): tuple(f[k][i] for k in fields) for i, c in enumerate(f["c"])}
 
 
 def write_tables(path=TABLES, residuals=STORED_RESIDUALS) -> Path:
@@ -359,39 +312,8 @@ def write_tables(path=TABLES, residuals=STORED_RESIDUALS) -> Path:
 
 @lru_cache(maxsize=1)
 def _stored() -> dict:
-    """The stored two-layer tables by ``c`` (:func:`load_tables`)."""
+    """The stored two-layer tables by ``c`` (:func:`~aimlib.channels.lambda_tables.load_tables`)."""
     return load_tables(TABLES, _table_settings(), ("coef", "shared"))
-
-
-#: the tables built in this session, by ``(kind, c)``
-_BUILT: dict = {}
-
-
-def cached_table(kind: str, c: float, stored: dict, build, progress=None, check=None):
-    """The table ``kind`` of ``c``: ``stored[c]`` if the package ships it, else ``build(c, progress)``,
-    built once per session and kept only if ``check(c)`` (if given) passes."""
-    key = (kind, float(c))
-    if key not in _BUILT:
-        _BUILT[key] = stored[float(c)] if float(c) in stored else build(float(c), progress)
-        if float(c) not in stored and check is not None:
-            try:
-                check(float(c))
-            except ValueError:
-                del _BUILT[key]
-                raise
-    return _BUILT[key]
-
-
-def verify_interpolant(c: float, read, direct, points, rel: float) -> None:
-    """``ValueError`` unless the diagonal of ``read(c, *p)`` (an interpolant) is within ``rel`` of that of
-    ``direct(c, *p)`` (quadrature) at every point ``p`` of ``points``, off the Chebyshev nodes."""
-    for p in points:
-        a, b = np.diag(np.atleast_2d(read(c, *p))), np.diag(np.atleast_2d(direct(c, *p)))
-        worst = float(np.max(np.abs(a / b - 1.0)))
-        if not worst <= rel:
-            raise ValueError(f"c = {c!r}: the tabulated output functions miss direct quadrature by {worst:.3g} "
-                             f"(relative) at {p}, more than the {rel:g} allowed: G varies too fast in lambda this "
-                             "close to a collision; move c farther from -1, 0 and 1")
 
 
 #: off-node points ``(lambda_1, lambda_2)`` and ``(lambda_1, lambda_2, r)`` where a table built for a new
@@ -407,6 +329,12 @@ def _check_centred(c: float) -> None:
 
 def _check_shared(c: float) -> None:
     verify_interpolant(c, fisher_matrix, fisher_matrix_direct, CHECK_POINTS_SHARED, CHECK_REL)
+
+
+def tables_ready(c: float, shared: bool = False) -> bool:
+    """Whether :func:`centred_table` (and with ``shared`` :func:`shared_table`) of ``c`` would return at once."""
+    return all(table_ready(kind, c, {k: t[i] for k, t in _stored().items()})
+               for i, kind in enumerate(("centred", "shared")[:1 + shared]))
 
 
 def centred_table(c: float, progress=None) -> np.ndarray:
