@@ -6,7 +6,7 @@
 #   make live   serve the built book (building it if missing) with a local kernel server
 #               behind each page's "Live" button, on http://127.0.0.1:8000 (127.0.0.1 only)
 # Also: make lab (chapters as notebooks in JupyterLab), make bench (benchmarks),
-#       make app (the playground as a live Voila app on http://127.0.0.1:8866),
+#       make app (the playground as a live Voila app on 127.0.0.1:8866: open the printed address),
 #       make pdf (the built book as one PDF, _build/aim-book.pdf, printed by Chromium).
 
 PYTHON ?= python3
@@ -72,17 +72,17 @@ test: $(VENV)/.installed _vendor/.installed
 	$(PY) -m pytest
 	AIMLIB_TEST_BACKEND=strict-cupy $(PY) -m pytest -q -m "not slow"
 
-# The playground (book/playground.md) as a live app: jupytext writes the notebook to
-# _build/app (ignored) and Voila serves it on 127.0.0.1 only, offline: the template
-# book/_ext/voila/templates/aim drops the Voila template's FontAwesome CDN links, and the
-# jupytext JupyterLab extension (not needed in an app) is not loaded.
+# The playground (book/playground.md) as a live app (book/_ext/app_server.py): jupytext writes
+# the notebook to _build/app (ignored) and Voila serves it on 127.0.0.1 only, offline (the
+# template book/_ext/voila/templates/aim drops the Voila template's FontAwesome CDN links, and
+# the jupytext JupyterLab extension, not needed in an app, is not loaded), with a fresh token
+# that every request needs (passed in the environment, not on the command line): open the
+# printed address http://127.0.0.1:$(APP_PORT)/?token=... As root it refuses to start unless
+# APP_ALLOW_ROOT=1 (the kernels would run the reader's code as root).
 APP_PORT ?= 8866
+APP_ALLOW_ROOT ?=
 app: $(VENV)/.installed
-	mkdir -p $(BUILD)/app
-	$(VENV)/bin/jupytext --to ipynb --output $(BUILD)/app/playground.ipynb book/playground.md
-	JUPYTER_PATH=$(CURDIR)/book/_ext $(VENV)/bin/voila $(BUILD)/app/playground.ipynb \
-	  --no-browser --port=$(APP_PORT) --Voila.ip=127.0.0.1 --template=aim \
-	  --VoilaConfiguration.extension_denylist=jupyterlab-jupytext
+	$(PY) book/_ext/app_server.py --port $(APP_PORT) $(if $(filter 1,$(APP_ALLOW_ROOT)),--allow-root)
 
 # Live mode: the built book on http://127.0.0.1:$(LIVE_PORT) and jupyter_server on
 # 127.0.0.1:$(KERNEL_PORT) with a fresh token that only the browser opening the printed

@@ -1,92 +1,195 @@
-"""The playground as a live Voila app, driven in headless Chromium with the network cut.
+"""The playground as a live Voila app (``make app``): its token, and the app driven in headless Chromium.
 
-The test converts ``book/playground.md`` to a notebook (jupytext), serves it
-with Voila on a free port of 127.0.0.1 (as ``make app`` does: template
-``aim`` from ``book/_ext`` without the CDN links, jupytext's JupyterLab
-extension denied), then moves a slider with the keyboard, changes a
-dropdown and types into a text field, and checks that the plot image is
-redrawn by the kernel, that a bad input shows a message, and that there are
-no console errors, page errors, HTTP errors or off-site requests.
+The app is started through the launcher of ``make app``
+(``book/_ext/app_server.py``): ``book/playground.md`` converted to a notebook
+(jupytext), served by Voila on a free port of 127.0.0.1 with a fresh token
+(template ``aim`` from ``book/_ext`` without the CDN links, jupytext's
+JupyterLab extension denied).  The security tests check that a request
+without the token, ours or another local user's (``nobody``, as root only),
+is sent to the login page or refused and starts no kernel, that the token is
+on no command line, and the launcher's refusals (root, a bad or taken port).
+The browser test opens the address with the token, moves a slider with the
+keyboard, changes a dropdown and types into a text field, and checks that the
+plot image is redrawn by the kernel, that a bad input shows a message, and
+that there are no console errors, page errors, HTTP errors or off-site
+requests.
 
 Needs Debian's ``chromium``, the Python packages ``playwright`` and
 ``voila``.  In CI (``CI=true``) a missing piece is a failure; elsewhere the
-test skips and says what is missing.
+test skips and says what is missing.  The tests run as root in CI, so the app
+is started with ``allow_root=True``.
 """
 from __future__ import annotations
 
+import http.client
 import importlib.util
 import os
-import signal
+import shutil
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 
 from browser_support import launch, recorded_problems, require, serve, watch
-
-pytestmark = [pytest.mark.browser]
+from conftest import nobody
 
 ROOT = Path(__file__).resolve().parents[1]
-VOILA = Path(sys.executable).with_name("voila")
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+import app_server  # noqa: E402
+from app_server import NO_KERNEL, voila_app  # noqa: E402
+
 TIMEOUT_MS = 90_000
+#: paths that would serve the app (any path renders the notebook) or reach the kernel API
+GUARDED = ("/", "/voila/render/playground.ipynb", "/api/kernels", "/playground.ipynb")
 
 
-def _require():
-    voila_missing = not VOILA.exists() or importlib.util.find_spec("voila") is None
-    require("Voila is missing (`pip install -r requirements.txt`)" if voila_missing else None)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _require_voila():
+    """Skip (or, in CI, fail) without Voila."""
+    if importlib.util.find_spec("voila") is None:
+        problem = "Voila is missing (`pip install -r requirements.txt`)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"the app tests are required in CI: {problem}")
+        pytest.skip(problem)
 
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    """Start Voila on the playground; yield its URL; stop it (and its kernels) at the end."""
-    _require()
-    import jupytext
-
+    """Start the app as ``make app`` does; yield the :class:`app_server.App` and its folder; stop it at the end."""
+    _require_voila()
     work = tmp_path_factory.mktemp("app")
-    nb = work / "playground.ipynb"
-    jupytext.write(jupytext.read(ROOT / "book" / "playground.md"), nb)
-    port = _free_port()
-    env = dict(os.environ, JUPYTER_PATH=str(ROOT / "book" / "_ext"),
-               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     log = open(work / "voila.log", "w")
-    proc = subprocess.Popen(
-        [str(VOILA), str(nb), "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1",
-         "--template=aim", "--VoilaConfiguration.extension_denylist=jupyterlab-jupytext"],
-        cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        deadline = time.time() + 60
-        while True:  # wait for the port only: a GET / would start a kernel
-            if proc.poll() is not None:
-                pytest.fail(f"Voila exited with {proc.returncode}:\n{(work / 'voila.log').read_text()}")
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            if time.time() > deadline:
-                pytest.fail(f"Voila did not listen within 60 s:\n{(work / 'voila.log').read_text()}")
-            time.sleep(0.3)
-        yield f"http://127.0.0.1:{port}/", work
+        with voila_app(0, out_dir=work, log=log, allow_root=True) as served:
+            yield served, work
+    except RuntimeError as err:
+        pytest.fail(f"{err}; Voila's log:\n{(work / 'voila.log').read_text()}")
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)  # Voila's own process group: it and its kernels
-            proc.wait(timeout=5)
         log.close()
+
+
+def _raw(origin: str, path: str, method: str = "GET", headers: dict | None = None):
+    """``(status, Location, body)`` of one request, redirects not followed."""
+    parts = urlparse(origin)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    try:
+        conn.request(method, path, body=b"{}" if method == "POST" else None, headers=headers or {})
+        r = conn.getresponse()
+        return r.status, r.getheader("Location") or "", r.read()
+    finally:
+        conn.close()
+
+
+def _kernels(served) -> set[int]:
+    """The processes Voila started (its kernels)."""
+    return set(app_server._children(served.process.pid))
+
+
+def _assert_to_login(status: int, location: str, body: bytes, path: str) -> None:
+    assert status == 302 and urlparse(location).path == "/login", (path, status, location)
+    assert b"aim-panel" not in body and b"widgets.se_panel" not in body, path
+
+
+# --------------------------------------------------------------------------- the token
+def test_requests_without_the_token_are_refused_and_start_no_kernel(app):
+    served, _ = app
+    before = _kernels(served)
+    for path in GUARDED:
+        _assert_to_login(*_raw(served.origin, path), path)
+        _assert_to_login(*_raw(served.origin, path + "?token=" + "x" * 43), path)   # a wrong token
+        _assert_to_login(*_raw(served.origin, path, headers={"Authorization": "token wrong"}), path)
+    for method, path in (("GET", f"/api/kernels/{NO_KERNEL}"), ("POST", "/api/kernels"),
+                         ("DELETE", f"/api/kernels/{NO_KERNEL}"), ("POST", f"/voila/api/shutdown/{NO_KERNEL}")):
+        status, _, _ = _raw(served.origin, path, method)
+        assert status in (401, 403, 405), (method, path, status)
+    # the token is what makes the difference: with it the kernel API answers (no such kernel)
+    auth = {"Authorization": f"token {served.token}"}
+    assert _raw(served.origin, f"/api/kernels/{NO_KERNEL}", headers=auth)[0] == 404
+    time.sleep(1)
+    assert _kernels(served) <= before
+
+
+def test_the_token_is_on_no_command_line_nor_in_the_log(app):
+    served, work = app
+    assert served.url == f"{served.origin}/?token={served.token}" and len(served.token) >= 43
+    for pid in (served.process.pid, *_kernels(served)):
+        assert served.token.encode() not in Path(f"/proc/{pid}/cmdline").read_bytes()
+    assert served.token not in (work / "voila.log").read_text()
+    assert not any(served.token in a for a in app_server.voila_command(work / "playground.ipynb", 1))
+    assert app_server.voila_environment(served.token)["JUPYTER_TOKEN"] == served.token
+
+
+def test_another_local_user_is_refused_and_cannot_read_the_token(app):
+    if os.geteuid() != 0:
+        pytest.skip("acting as another local user (nobody) needs root")
+    if shutil.which("curl") is None:
+        pytest.skip("acting as another local user needs curl")
+    served, _ = app
+    before = _kernels(served)
+    for path in ("/", "/api/kernels"):
+        run = subprocess.run(**nobody("curl", "-s", "-o", "/dev/null", "-w", "%{http_code} %{redirect_url}",
+                                      served.origin + path, capture_output=True, text=True, timeout=60))
+        status, location = run.stdout.split(" ", 1)
+        assert status == "302" and urlparse(location).path == "/login", (path, run.stdout, run.stderr)
+    pid = served.process.pid
+    cmdline = subprocess.run(**nobody("cat", f"/proc/{pid}/cmdline", capture_output=True, timeout=30))
+    assert cmdline.returncode == 0 and b"voila" in cmdline.stdout and served.token.encode() not in cmdline.stdout
+    environ = subprocess.run(**nobody("cat", f"/proc/{pid}/environ", capture_output=True, timeout=30))
+    assert environ.returncode != 0 and served.token.encode() not in environ.stdout
+    time.sleep(1)
+    assert _kernels(served) <= before
+
+
+# --------------------------------------------------------------------------- the launcher's refusals
+@pytest.fixture
+def quiet_main(monkeypatch, tmp_path):
+    """``app_server.main`` without its SIGTERM handler, the notebook written to ``tmp_path``."""
+    monkeypatch.setattr(app_server.signal, "signal", lambda *args: None)
+    monkeypatch.setattr(app_server, "ROOT", tmp_path)
+    return app_server.main
+
+
+def _one_line_refusal(main, argv, capsys) -> str:
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("app_server: ") and err.count("\n") == 1, err
+    return err
+
+
+def test_refuses_root_without_allow_root(quiet_main, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    with pytest.raises(PermissionError, match="refuses to run as root.*--allow-root"):
+        with voila_app(0, out_dir=tmp_path):
+            pass
+    assert "--allow-root" in _one_line_refusal(quiet_main, ["--port", "0"], capsys)
+    assert not any(tmp_path.iterdir())   # nothing written, nothing started
+
+
+@pytest.mark.parametrize("port", ["70000", "-1", "eighty"])
+def test_a_bad_port_is_one_line_naming_port(quiet_main, tmp_path, capsys, port):
+    err = _one_line_refusal(quiet_main, ["--port", port, "--allow-root"], capsys)
+    assert "--port" in err and "[0, 65535]" in err
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_taken_port_is_one_line_naming_port(quiet_main, tmp_path, capsys):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        err = _one_line_refusal(quiet_main, ["--port", str(port), "--allow-root"], capsys)
+    assert "--port" in err and f"127.0.0.1:{port}" in err
+    assert not any(tmp_path.iterdir())
 
 
 @pytest.fixture(scope="module")
 def chromium_app():
-    _require()
+    require()
     with launch() as browser:
         yield browser
 
@@ -110,14 +213,16 @@ def _wait_message(page, panel_index: int, present: bool):
         arg=[panel_index, present], timeout=TIMEOUT_MS)
 
 
+# --------------------------------------------------------------------------- the app in a browser
+@pytest.mark.browser
 def test_playground_app_is_live_and_offline(app, chromium_app):
-    base, work = app
+    served, work = app
     ctx = chromium_app.new_context(viewport={"width": 1280, "height": 1000})
     page = ctx.new_page()
-    seen = watch(page, base)
+    seen = watch(page, served.origin)
     try:
         t0 = time.time()
-        page.goto(base, wait_until="load", timeout=TIMEOUT_MS)
+        page.goto(served.url, wait_until="load", timeout=TIMEOUT_MS)
         page.wait_for_function(
             "() => [...document.querySelectorAll('.aim-panel img')].filter(i => i.naturalWidth > 0).length >= 4",
             timeout=TIMEOUT_MS)
@@ -179,6 +284,7 @@ def test_playground_app_is_live_and_offline(app, chromium_app):
 
 # --------------------------------------------------------------------------- the static book
 @pytest.mark.book
+@pytest.mark.browser
 def test_static_playground_renders_saved_widgets(built_book, chromium_app):
     """In the built book the panels render offline from the saved widget state."""
     proc, html = built_book
