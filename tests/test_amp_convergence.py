@@ -235,3 +235,40 @@ def test_sweeps_take_the_stopping_rule_and_key_the_default_as_before():
     assert row["mmse"] == pytest.approx(alone["mmse"], abs=1e-12) and row["iterations"] == alone["iterations"]
     with pytest.raises(sweep.SpecError, match="stop"):
         sweep.expand(dict(spec, options={"amp": {"stop": "steps"}}))
+
+
+# --- the rule stop='window': the distance to the fixed point over a window (aimlib.iteration) ---
+
+def test_window_does_not_take_heavy_damping_for_convergence():
+    """Softmax, alpha = 0.1, d = 60, damping 0.99: the default stops after 3 iterations at the prior's
+    error (1.02, the state evolution 0.39); 'window' is still running at the cap."""
+    kw = dict(alpha=0.1, d=60, damping=0.99, max_iter=150, on_max_iter="return")
+    default = amp.run_amp("softmax", 2, RHO, seed=0, **kw)
+    window = amp.run_amp("softmax", 2, RHO, seed=0, stop="window", **kw)
+    assert default["converged"] and default["iterations"] <= 5 and default["mmse"] > 1.0
+    assert not window["converged"] and window["iterations"] == 150
+
+
+@pytest.mark.slow
+def test_window_reaches_the_fixed_point_where_the_step_rule_stops_early():
+    """Hardmax, T = 2, rho = 0.5, alpha = 0.7, d = 80, seed 0: the default stops at 0.1462 after 26
+    iterations; the fixed point (tol 1e-8) is 0.1406; 'window' lands within 0.5 % of it."""
+    default = amp.run_amp("hardmax", 2, RHO, 0.7, 80, seed=0)
+    window = amp.run_amp("hardmax", 2, RHO, 0.7, 80, seed=0, stop="window", max_iter=600)
+    tight = amp.run_amp("hardmax", 2, RHO, 0.7, 80, seed=0, tol=1e-8, max_iter=3000)
+    assert window["converged"] and tight["converged"]
+    assert window["mmse"] == pytest.approx(tight["mmse"], rel=5e-3)
+    assert default["mmse"] > 1.03 * tight["mmse"]
+
+
+def test_an_oscillation_is_reported_never_converged(monkeypatch):
+    """A cycle found by the window rule ends the run as 'oscillating', with its period and amplitude."""
+    from aimlib import iteration
+
+    cycle = iteration.Verdict("oscillating", np.inf, 1.0, 3, 0.25)
+    monkeypatch.setattr(iteration.WindowRule, "update", lambda self, step, bound, back=None: cycle)
+    with pytest.raises(ConvergenceError, match=r"oscillating at iteration 2: .* 3 iterations before, the "
+                                               r"iterates 0\.25 sqrt\(m\) apart .* larger damping"):
+        _run(d=20, stop="window")
+    res = _run(d=20, stop="window", on_max_iter="return")
+    assert not res["converged"] and res["iterations"] == 2

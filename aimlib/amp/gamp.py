@@ -47,7 +47,8 @@ class AMPResult:
     converged : bool
     reason : str
         ``'tol'``, ``'perfect'`` (``m`` fell below ``m_floor``, stalled below
-        ``resolution``, or the channel pinned ``S`` down: ``Delta -> 0``) or ``'max_iter'``.
+        ``resolution``, or the channel pinned ``S`` down: ``Delta -> 0``), ``'max_iter'`` or
+        ``'oscillating'`` (``stop='window'`` found a cycle; not converged).
     trace : dict of lists or None
         Per-iteration record (option ``trace`` of :func:`gamp_rie`).
     seconds : float
@@ -175,7 +176,12 @@ def gamp_rie(X, y, channel: Channel, rho, *, S=None, damping: float = 0.5, max_i
         ``stop='drift'``: when the distance of the estimate to its limit, extrapolated from the
         drift of its means over blocks of ``lookback`` iterations, is within ``tol m_t + atol``
         (:class:`~aimlib.amp.loop.BlockDrift`; for slowly converging runs, where ``'estimate'``
-        stops early).  ``stop='prediction'``: when ``|m_t - m_{t-1}| < tol m_{t-1}``
+        stops early).  ``stop='window'``: when the distance to the fixed point, estimated from the
+        contraction over a window of ``lookback`` iterations, has been within ``sqrt(tol m_t)`` for a
+        whole window, the window settled on one mode (:class:`~aimlib.iteration.WindowRule`; not
+        fooled by heavy damping or by a slow mode under a fast one); a cycle is reported as
+        ``reason='oscillating'``, handled as the cap is (``on_max_iter``).
+        ``stop='prediction'``: when ``|m_t - m_{t-1}| < tol m_{t-1}``
         (:class:`~aimlib.amp.loop.StopRules`).
     chunk_size, memory_mb
         Samples per chunk (default: from the ``memory_mb`` work budget; for regenerated tokens,
@@ -220,12 +226,17 @@ def gamp_rie(X, y, channel: Channel, rho, *, S=None, damping: float = 0.5, max_i
         raise ValueError("shards needs a scheduler ('local', an address or a distributed.Client)")
     with contextlib.nullcontext() if scheduler is None else sharded(p, scheduler, shards):
         t0 = time.perf_counter()
-        S_hat, V, delta, t, reason, change = iterate(p, rec, rules)
+        S_hat, V, delta, t, reason, change, verdict = iterate(p, rec, rules)
         seconds = time.perf_counter() - t0
     m = np.array([sum(Vl) for Vl in V])
-    converged, xp, L = reason != "max_iter", p.xp, len(p.priors)
+    converged, xp, L = reason not in ("max_iter", "oscillating"), p.xp, len(p.priors)
     stalled = reason == "stalled"
-    if not converged:
+    if reason == "oscillating":
+        max_iter_reached(f"GAMP-RIE is oscillating at iteration {t}: it returns within a tenth of its steps to "
+                         f"where it was {verdict.period} iterations before, the iterates {verdict.amplitude:.3g} "
+                         f"sqrt(m) apart (m={pack_layers(m)}); it has not converged. Try a larger damping "
+                         f"(now {p.damping:g})", on_max_iter)
+    elif not converged:
         max_iter_reached(f"GAMP-RIE did not converge in max_iter={rules.max_iter} iterations (last change "
                          f"{change:.3g} > tol={rules.tol:g} in units of m={pack_layers(m)}); increase max_iter or "
                          "damping, or loosen tol", on_max_iter)

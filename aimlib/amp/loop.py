@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ConvergenceError
+from ..iteration import STOPS, Verdict, WindowRule
 from ..model import estimation_error
 from .square_step import square_channel_step
 from .steps import DELTA_MIN, channel_step, prior_step
@@ -15,8 +16,6 @@ from .steps import DELTA_MIN, channel_step, prior_step
 __all__ = ["StopRules", "BlockDrift", "STOPS", "iterate", "layer_errors", "pack_layers", "per_layer", "stalled",
            "STALL_FACTOR"]
 
-#: the stopping rules of :func:`~aimlib.amp.gamp_rie` (:class:`StopRules`)
-STOPS = ("estimate", "drift", "prediction")
 #: a predicted error below ``resolution`` that fell by less than this factor over
 #: ``lookback`` iterations has stalled (see :func:`stalled`)
 STALL_FACTOR = 2.0
@@ -29,7 +28,9 @@ class StopRules:
     ``stop='estimate'`` stops when the estimate stops moving (``tol`` in units of
     ``m``, within ``lookback`` iterations, after ``min_iter``); ``stop='drift'`` when
     the extrapolated distance of the estimate to its limit is that small
-    (:class:`BlockDrift`, blocks of ``lookback`` iterations); ``stop='prediction'``
+    (:class:`BlockDrift`, blocks of ``lookback`` iterations); ``stop='window'`` when the
+    distance to the fixed point estimated over a window of ``lookback`` iterations is
+    (:class:`~aimlib.iteration.WindowRule`; a cycle stops it as ``'oscillating'``); ``stop='prediction'``
     when the predicted error does: ``|m_t - m_{t-1}| < tol m_{t-1}`` in every layer,
     checked after the ``m_floor`` rule.
     """
@@ -59,9 +60,10 @@ def iterate(p, rec, rules: StopRules):
 
     The channel step is :func:`~aimlib.amp.steps.channel_step` for symmetric priors and
     :func:`~aimlib.amp.square_step.square_channel_step` for square ones.  Returns
-    ``(S_hat, V, delta, iterations, reason, change)`` with ``V`` the per-sector predicted
-    errors of each layer and ``reason`` one of ``'tol'``, ``'perfect'``, ``'stalled'``
-    (reported as ``'perfect'``) and ``'max_iter'``.
+    ``(S_hat, V, delta, iterations, reason, change, verdict)`` with ``V`` the per-sector
+    predicted errors of each layer, ``reason`` one of ``'tol'``, ``'perfect'``, ``'stalled'``
+    (reported as ``'perfect'``), ``'oscillating'`` (``stop='window'``) and ``'max_iter'``, and
+    ``verdict`` the last :class:`~aimlib.iteration.Verdict` of ``stop='window'`` (else None).
     """
     xp, L = p.xp, len(p.priors)
     step = channel_step if p.priors[0].symmetric else square_channel_step
@@ -73,6 +75,7 @@ def iterate(p, rec, rules: StopRules):
     g_new = xp.empty_like(g_prev)
     history, m_history = deque(maxlen=rules.lookback), deque(maxlen=rules.lookback + 1)
     drift = BlockDrift(rules.lookback) if rules.stop == "drift" else None
+    window, verdict = (WindowRule(max(rules.lookback, 2)) if rules.stop == "window" else None), None
     atol = float(np.finfo(p.dtype).eps) * max(pr.second_moment() for pr in p.priors)
     reason, delta, change = "max_iter", [(math.nan,)] * L, math.inf
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
@@ -100,17 +103,21 @@ def iterate(p, rec, rules: StopRules):
             m, m_new = _total(V), _total(V_new)
             g_prev, g_new = g_new, g_prev
             _check_finite(p, S_hat, t, xp)
-            if drift is None:
+            if window is not None:
+                verdict = _window_verdict(p, S_hat, m, history, window, rules, atol, xp)
+                change, still = verdict.distance ** 2, verdict.converged
+            elif drift is None:
                 change, still = _change(p, S_hat, m, history, m_floor, tol, atol, xp)
             else:
                 change, still = drift.update(S_hat, m, p.d, rules, atol, xp)
             m_history.append(m.copy())
             rec.add(m=m, m_new=m_new, delta=per_layer(delta), change=change,
                     error=layer_errors(p, S_hat, xp) if p.S else [])
-            reason = _stop_reason(rules, t, still, m, m_old, m_history)
+            reason = "oscillating" if verdict is not None and verdict.state == "oscillating" else \
+                _stop_reason(rules, t, still, m, m_old, m_history)
             if reason != "max_iter":
                 break
-    return S_hat, V, per_layer(delta), t, reason, change
+    return S_hat, V, per_layer(delta), t, reason, change, verdict
 
 
 def _stop_reason(rules, t, still, m, m_old, m_history) -> str:
@@ -175,6 +182,19 @@ def _change(p, S_hat, m, history, m_floor, tol, atol, xp):
     still = any(all(x <= tol * mm + atol for x, mm in zip(row, m)) for row in dist)
     history.append([S.copy() for S in S_hat])
     return float(change), still
+
+
+def _window_verdict(p, S_hat, m, history, rule, rules, atol, xp):
+    """The :class:`~aimlib.iteration.WindowRule` verdict on ``S_hat``, in units of ``sqrt(m)``: the distances
+    ``max_l sqrt(||S_l - S_l^(t-k)||_F^2 / (d m_l))`` to the ``lookback`` last iterates (a step whose squared
+    size is at the rounding level ``atol`` in every layer counts as 0), the bound ``sqrt(tol)``."""
+    rows = [[float(xp.sum((S - o) ** 2)) / p.d for S, o in zip(S_hat, old)] for old in reversed(history)]
+    history.append([S.copy() for S in S_hat])
+    if not rows:
+        return Verdict("running", math.inf, math.nan)
+    back = [max(math.sqrt(x / max(mm, rules.m_floor, 1e-300)) for x, mm in zip(row, m)) for row in rows]
+    step = 0.0 if all(x <= atol for x in rows[0]) else back[0]
+    return rule.update(step, math.sqrt(rules.tol), back)
 
 
 def _check_finite(p, S_hat, t, xp):

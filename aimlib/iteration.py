@@ -1,0 +1,150 @@
+r"""Stopping an iteration where it has converged: the distance to the fixed point, estimated over a window.
+
+An iteration ``x_{t+1} = F(x_t)`` near an attracting fixed point ``x*`` moves by steps
+``s_t = ||x_t - x_{t-1}||`` that shrink like ``r^t``, ``r`` the contraction of its slowest mode.
+The last step is then a fraction ``(1 - r)/r`` of the distance left,
+
+.. math::  \|x_t - x^*\| \le \sum_{k > t} s_k \approx s_t \, \frac{r}{1 - r},
+
+so a rule "stop when the step is small" stops on a slow mode (``r`` near 1, heavy damping among
+them) far from ``x*``.  :class:`WindowRule` stops when the *estimated distance* ``s_t r/(1 - r)``
+has been within the bound for a whole window of ``w`` steps, with ``r`` estimated over the window
+as the largest of the one-step ratios ``s_k/s_{k-1}`` and of the mean rate ``(s_t/s_{t-w})^{1/w}``.
+The window must also have *settled* on one mode: its one-step ratios may spread by at most
+``SETTLED (1 - r)``.  While a fast mode (contraction ``a``) hands over to a slow one (``b``), the
+ratios climb from ``a`` towards ``b`` and the extrapolation from them would miss the slow mode's
+distance; once they have settled the estimate is the slow mode's.  Before a whole window nothing
+is called converged, whatever the step.
+
+The estimate is exact for a geometric approach.  For a power-law one, ``x_t - x* ~ t^-g``, it is
+``g/(1 + g)`` of the distance left (a half at ``g = 1``): such an approach is not the linear
+convergence to an attracting fixed point that the rule certifies.
+
+An iteration whose steps do not shrink over the window but that comes back near where it was
+``p`` steps ago, closer than a tenth of each of its last ``p`` steps, is on a cycle: :class:`Verdict` says ``'oscillating'`` with
+the period ``p`` and the amplitude (the largest distance between the iterates of the window),
+never ``'converged'`` - unless that amplitude is itself within the bound: then the iterates wander
+at a floor (the rounding of a numerical integral, say) closer to each other than the tolerance,
+which is converged as far as the bound can tell.  Steps at the rounding level ``atol`` are
+converged: nothing finer can be seen.
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+
+from . import _validate as v
+
+__all__ = ["STOPS", "Verdict", "WindowRule", "CYCLE_RATIO", "CYCLE_RATE", "SETTLED"]
+
+#: the stopping rules of :func:`~aimlib.amp.gamp_rie` (:class:`~aimlib.amp.loop.StopRules`); ``'window'`` is
+#: :class:`WindowRule`
+STOPS = ("estimate", "drift", "prediction", "window")
+#: a return within this fraction of each step of the period, the steps not shrinking over the window
+#: (mean rate at least ``CYCLE_RATE``), is a cycle
+CYCLE_RATIO, CYCLE_RATE = 0.1, 0.999
+#: the one-step ratios of the window have settled on one mode when they spread by at most this
+#: fraction of ``1 - r`` (then ``r/(1 - r)`` is known to about that fraction)
+SETTLED = 0.5
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What :meth:`WindowRule.update` concludes after one step.
+
+    Attributes
+    ----------
+    state : str
+        ``'converged'``, ``'oscillating'`` or ``'running'`` (go on: not yet a whole window, or still too far).
+    distance : float
+        The estimated distance to the fixed point, ``s_t r/(1 - r)`` (``inf`` when ``r >= 1``).
+    rate : float
+        The estimated contraction per step ``r`` (``nan`` before a whole window).
+    period : int
+        The period ``p`` of a cycle (``'oscillating'``), else 0.
+    amplitude : float
+        The largest distance between two iterates of the window on a cycle, else 0.
+    """
+
+    state: str
+    distance: float
+    rate: float
+    period: int = 0
+    amplitude: float = 0.0
+
+    @property
+    def converged(self) -> bool:
+        """Whether ``state`` is ``'converged'``."""
+        return self.state == "converged"
+
+
+class WindowRule:
+    """The stopping rule of the module docstring, fed one step at a time.
+
+    Parameters
+    ----------
+    window : int
+        Steps ``w >= 2`` over which the contraction is estimated; also the longest period seen.
+    atol : float
+        The rounding level of the distance: a step at or below it is converged.
+    """
+
+    def __init__(self, window: int = 10, atol: float = 0.0):
+        self.window = v.integer("window", window, minimum=2)
+        self.atol = v.nonnegative("atol", atol)
+        self._steps = deque(maxlen=self.window + 1)
+        self._within = 0        # consecutive steps whose estimated distance met the bound
+
+    def update(self, step: float, bound: float, back=None) -> Verdict:
+        """Take the step ``s_t = ||x_t - x_{t-1}||`` and the bound the distance to the fixed point must meet.
+
+        ``back``, if given, holds ``||x_t - x_{t-k}||`` for ``k = 1, 2, ...`` (at most ``window``):
+        the distances to the earlier iterates, from which a cycle is recognised.
+        """
+        step = float(step)
+        if not step >= 0.0:
+            raise ValueError(f"step must be a distance >= 0, got {step!r}")
+        self._steps.append(step)
+        if step <= self.atol:
+            return Verdict("converged", step, math.nan)
+        if len(self._steps) <= self.window:
+            return Verdict("running", math.inf, math.nan)
+        rate = self._rate()
+        if rate >= 1.0:
+            self._within = 0
+            cycle = self._cycle(back, rate)
+            if cycle is not None and cycle.amplitude <= bound + self.atol:    # a floor, not an oscillation
+                return Verdict("converged", cycle.amplitude, rate, cycle.period, cycle.amplitude)
+            return cycle or Verdict("running", math.inf, rate)
+        distance = step * rate / (1.0 - rate)
+        settled = self._spread() <= SETTLED * (1.0 - rate)
+        self._within = self._within + 1 if settled and distance <= bound + self.atol else 0
+        return Verdict("converged" if self._within >= self.window else "running", distance, rate)
+
+    def _rate(self) -> float:
+        """``max(max_k s_k/s_{k-1}, (s_t/s_{t-w})^{1/w})`` over the window (``inf`` after a zero step)."""
+        s = list(self._steps)
+        if min(s[:-1]) <= 0.0:
+            return math.inf
+        one_step = max(b / a for a, b in zip(s[:-1], s[1:]))
+        return max(one_step, (s[-1] / s[0]) ** (1.0 / self.window))
+
+    def _spread(self) -> float:
+        """``max_k s_k/s_{k-1} - min_k s_k/s_{k-1}`` over the window."""
+        s = list(self._steps)
+        ratios = [b / a for a, b in zip(s[:-1], s[1:])]
+        return max(ratios) - min(ratios)
+
+    def _cycle(self, back, rate: float):
+        """An ``'oscillating'`` verdict if the steps have not shrunk over the window (mean rate at least
+        ``CYCLE_RATE``) and some ``||x_t - x_{t-p}||`` (``p >= 2``) is below ``CYCLE_RATIO`` times each of the
+        last ``p`` steps; else None."""
+        s = list(self._steps)
+        if back is None or len(back) < 2 or min(s) <= 0.0 or (s[-1] / s[0]) ** (1.0 / self.window) < CYCLE_RATE:
+            return None
+        back = [float(b) for b in back[:self.window]]
+        for period in range(2, len(back) + 1):
+            if back[period - 1] <= CYCLE_RATIO * min(s[-period:]):
+                return Verdict("oscillating", math.inf, rate, period, max(back[:period]))
+        return None
