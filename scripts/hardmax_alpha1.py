@@ -25,10 +25,9 @@ Writes ``book/data/hardmax_alpha1.csv``, one row per measurement, the column
 * ``informed``: ``d = 200``, seed 0, started from the teacher plus symmetric
   Gaussian noise of error ``init_error`` (and ``m = init_error``).
 
-Every GAMP run here is the library's iteration (:func:`aimlib.amp.steps.channel_step`,
-:func:`aimlib.amp.steps.prior_step`, damping of ``S_hat``, ``m`` and ``g`` as
-``damp='both'``) in a loop of this script that records the diagnostics; the
-``trace`` part calls :func:`aimlib.amp.gamp_rie` itself.  Data of seed ``s`` are
+Every GAMP run here is :func:`aimlib.amp.gamp_rie` itself (``damp='both'``), run for a fixed
+number of iterations; the diagnostics at the last iteration's input come from its ``callback``
+(:class:`aimlib.amp.loop.IterationState`), the rest from its trace.  Data of seed ``s`` are
 those of ``run_amp(..., seed=s)`` (and of ``sweeps/hardmax_amp_departure.csv``).
 About 41 minutes on one core (``d = 300`` 19 of them, ``d = 400`` 8, ``d = 200`` 10);
 ``--part`` runs a part and ``--seeds`` some seeds of the parts "converged" (rows of
@@ -47,11 +46,9 @@ import numpy as np
 
 from aimlib import _validate as v
 from aimlib.amp import gamp_rie
-from aimlib.amp.problem import make_problem
-from aimlib.amp.steps import channel_step, prior_step
 from aimlib.channels import make_channel, sigma2
 from aimlib.channels.hardmax import fisher, g_out
-from aimlib.model import attention_indices, estimation_error, sample_dataset
+from aimlib.model import attention_indices, sample_dataset
 from aimlib.priors import Wishart
 from aimlib.state_evolution import fixed_point
 from _rows import data_parser, write_rows
@@ -130,7 +127,8 @@ def _aitken(e, k=10):
 
 
 def gamp(d, seed, iters, damping=0.2, init_error=None, init_seed=99):
-    """GAMP-RIE (library steps) with diagnostics; from the prior mean, or the teacher plus noise of error ``init_error``."""
+    """GAMP-RIE (:func:`aimlib.amp.gamp_rie`, ``iters`` iterations, no stop) with diagnostics; from the prior
+    mean, or the teacher plus noise of error ``init_error`` (and ``m = init_error``)."""
     ch, D = _dataset(d, seed)
     init = None
     if init_error is not None:
@@ -138,40 +136,27 @@ def gamp(d, seed, iters, damping=0.2, init_error=None, init_seed=99):
         A = rng.standard_normal((d, d))
         G = (A + A.T) / math.sqrt(2 * d)
         init = D.S + G * math.sqrt(init_error / (np.sum(G * G) / d))
-    p = make_problem(D.X, D.y, ch, D.priors, D.S, init, None, None, 64.0, damping, "both")
-    S = p.S[0]
-    S_hat = [p.init[0]] if init is not None else [p.priors[0].mean(d)]
-    V = [(1.0 if init_error is None else init_error,)]
-    g_prev = np.zeros((p.n, 1, T, T))
-    g_new = np.empty_like(g_prev)
-    sig2 = sigma2(T, np, np.float64)
-    hist, errors, stop_at, t0 = [], [], None, time.perf_counter()
-    for t in range(1, iters + 1):
-        if t == iters:     # omega of the last step against the true indices
-            omega = attention_indices(p.X, S_hat[0])
-            res = D.h - (omega - V[0][0] * sig2 * g_prev[:, 0])
-            var_off = float(np.mean(res[:, 0, 1] ** 2)) / V[0][0]
-            var_diag = float(np.mean(res[:, 0, 0] ** 2 + res[:, 1, 1] ** 2)) / (4 * V[0][0])
-            m_in = V[0][0]
-        delta, R, _ = channel_step(p, S_hat, V, V, g_prev, g_new, t)
-        S_new, V_new, _ = prior_step(p, R, delta)
-        noise_ratio = estimation_error(R[0], S) / delta[0][0]
-        S_hat = [(1 - damping) * S_new[0] + damping * S_hat[0]]
-        V = [((1 - damping) * V_new[0][0] + damping * V[0][0],)]
-        g_prev, g_new = g_new, g_prev
-        m = V[0][0]
-        errors.append(estimation_error(S_hat[0], S))
-        dist = [float(np.sum((S_hat[0] - o) ** 2)) / d / m for o in hist]
-        change = min(dist, default=math.inf)
-        if stop_at is None and t >= 3 and change <= TOL:
-            stop_at = (t, errors[-1])
-        hist = (hist + [S_hat[0].copy()])[-LOOKBACK:]
-    return {"d": d, "seed": seed, "damping": damping, "init_error": init_error, "iterations": iters,
-            "error": errors[-1], "m": m, "delta": delta[0][0], "noise_ratio": noise_ratio, "change": change,
-            "error_at_default_stop": "" if stop_at is None else stop_at[1],
-            "default_stop_iter": "" if stop_at is None else stop_at[0], "error_limit": _aitken(errors),
-            "var_ratio_off": var_off, "var_ratio_diag": var_diag,
-            "F_ratio": (1.0 / (ALPHA * delta[0][0])) / fisher(Q0 - m_in, Q0),
+    inputs = {}
+
+    def last_input(state):   # omega of the last iteration's channel step against the true indices
+        if state.t == iters - 1:
+            V = state.V[0][0]
+            res = D.h - (attention_indices(D.X, state.S_hat[0]) - V * sigma2(T, np, np.float64) * state.g[:, 0])
+            inputs.update(var_ratio_off=float(np.mean(res[:, 0, 1] ** 2)) / V, m_in=V,
+                          var_ratio_diag=float(np.mean(res[:, 0, 0] ** 2 + res[:, 1, 1] ** 2)) / (4 * V))
+
+    t0 = time.perf_counter()
+    res = gamp_rie(D.X, D.y, ch, D.priors, S=D.S, init=init, init_m=init_error, damping=damping, max_iter=iters,
+                   tol=1e-300, trace=True, on_max_iter="return", callback=last_input)
+    tr = res.trace
+    stop_at = next(((t + 1, e) for t, (e, c) in enumerate(zip(tr["error"], tr["change"])) if t >= 2 and c <= TOL),
+                   None)
+    return {"d": d, "seed": seed, "damping": damping, "init_error": init_error, "iterations": res.iterations,
+            "error": tr["error"][-1], "m": tr["m"][-1], "delta": tr["delta"][-1], "noise_ratio": tr["noise_ratio"][-1],
+            "change": tr["change"][-1], "error_at_default_stop": "" if stop_at is None else stop_at[1],
+            "default_stop_iter": "" if stop_at is None else stop_at[0], "error_limit": _aitken(tr["error"]),
+            "var_ratio_off": inputs["var_ratio_off"], "var_ratio_diag": inputs["var_ratio_diag"],
+            "F_ratio": (1.0 / (ALPHA * tr["delta"][-1])) / fisher(Q0 - inputs["m_in"], Q0),
             "seconds": round(time.perf_counter() - t0, 1)}
 
 

@@ -19,6 +19,7 @@ well under two seconds.
 """
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 from pathlib import Path
@@ -272,3 +273,25 @@ def test_an_oscillation_is_reported_never_converged(monkeypatch):
         _run(d=20, stop="window")
     res = _run(d=20, stop="window", on_max_iter="return")
     assert not res["converged"] and res["iterations"] == 2
+
+
+def test_the_callback_sees_every_iteration_and_init_m_starts_the_prediction():
+    """gamp_rie(callback=...) hands each iteration's state (scripts/hardmax_alpha1.py records its
+    diagnostics this way); init_m sets the starting m."""
+    seen = []
+    res = _run(d=20, max_iter=5, tol=1e-300, on_max_iter="return", trace=True,
+               callback=lambda s: seen.append((s.t, s.V[0][0], s.g.shape, float(np.sum(s.S_hat[0] ** 2)))))
+    assert [t for t, *_ in seen] == [1, 2, 3, 4, 5] and res["iterations"] == 5
+    assert seen[0][2] == (int(0.3 * 20 * 20), 1, 2, 2)
+    started = []
+    with contextlib.suppress(ConvergenceError):      # m = 0.25 from the prior mean: the final check refuses it
+        _run(d=20, max_iter=1, on_max_iter="return", init_m=0.25, damping=0.5,
+             callback=lambda s: started.append(s.V[0][0]))
+    free = []
+    _run(d=20, max_iter=1, on_max_iter="return", damping=0.5, callback=lambda s: free.append(s.V[0][0]))
+    same = []
+    _run(d=20, max_iter=1, on_max_iter="return", damping=0.5, init_m=1.0,     # the prior's own error, 1 - 0
+         callback=lambda s: same.append(s.V[0][0]))
+    assert same == free and started[0] < 0.6 * free[0]
+    with pytest.raises(ValueError, match="init_m"):
+        _run(d=20, init_m=-1.0)

@@ -149,7 +149,7 @@ def gamp_rie(X, y, channel: Channel, rho, *, S=None, damping: float = 0.5, max_i
              memory_mb: float = 64.0, trace: bool = False, init=None, m_floor: float | None = None,
              on_max_iter: str = "raise", dtype=None, damp: str = "both",
              resolution: float | None = None, stop: str = "estimate", scheduler=None,
-             shards: int | None = None) -> AMPResult:
+             shards: int | None = None, init_m=None, callback=None) -> AMPResult:
     r"""Run GAMP-RIE on a data set ``(X, y)`` of the attention-indexed model.
 
     Parameters
@@ -191,6 +191,12 @@ def gamp_rie(X, y, channel: Channel, rho, *, S=None, damping: float = 0.5, max_i
         and ``noise_ratio = ||R - S||_F^2/(d Delta)`` per iteration.
     init : array (d, d) or (L, d, d), optional
         Starting estimate (default: the prior mean, ``sqrt(rho) I`` for Wishart, with ``m = mmse(inf)``).
+    init_m : float or tuple, optional
+        The starting predicted error ``m`` of each layer (one-sector priors; with ``init``, the
+        error of that start), default the prior's error without data.
+    callback : callable, optional
+        ``callback(state)`` after every iteration, ``state`` an :class:`~aimlib.amp.loop.IterationState`
+        (estimate, errors, messages, effective observations): diagnostics without copying the loop.
     m_floor : float, optional
         Stop (``reason='perfect'``) when every ``m`` drops below it (default ``sqrt(eps)``).
     resolution : float, optional
@@ -226,7 +232,7 @@ def gamp_rie(X, y, channel: Channel, rho, *, S=None, damping: float = 0.5, max_i
         raise ValueError("shards needs a scheduler ('local', an address or a distributed.Client)")
     with contextlib.nullcontext() if scheduler is None else sharded(p, scheduler, shards):
         t0 = time.perf_counter()
-        S_hat, V, delta, t, reason, change, verdict = iterate(p, rec, rules)
+        S_hat, V, delta, t, reason, change, verdict = iterate(p, rec, rules, _init_m(p, init_m), callback)
         seconds = time.perf_counter() - t0
     m = np.array([sum(Vl) for Vl in V])
     converged, xp, L = reason not in ("max_iter", "oscillating"), p.xp, len(p.priors)
@@ -249,6 +255,16 @@ def gamp_rie(X, y, channel: Channel, rho, *, S=None, damping: float = 0.5, max_i
                      options=dict(damping=p.damping, damp=damp, chunk_size=p.chunk_size, dtype=str(p.dtype),
                                   **{k: getattr(rules, k) for k in ("tol", "lookback", "max_iter", "m_floor",
                                                                     "resolution", "stop")}))
+
+
+def _init_m(p, init_m):
+    """``init_m`` as one positive value per layer of one-sector priors, or None."""
+    if init_m is None:
+        return None
+    values = np.broadcast_to(np.asarray(init_m, dtype=float), (len(p.priors),))
+    if any(len(pr.sectors) != 1 for pr in p.priors):
+        raise ValueError("init_m is for one-sector (symmetric) priors; the square prior starts at its own errors")
+    return [v.positive(f"init_m[{i}]", x) for i, x in enumerate(values)]
 
 
 def _stop_rules(p, max_iter, tol, lookback, min_iter, m_floor, resolution, stop) -> StopRules:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -13,7 +14,7 @@ from ..model import estimation_error
 from .square_step import square_channel_step
 from .steps import DELTA_MIN, channel_step, prior_step
 
-__all__ = ["StopRules", "BlockDrift", "STOPS", "iterate", "layer_errors", "pack_layers", "per_layer", "stalled",
+__all__ = ["StopRules", "BlockDrift", "STOPS", "IterationState", "iterate", "layer_errors", "pack_layers", "per_layer", "stalled",
            "STALL_FACTOR"]
 
 #: a predicted error below ``resolution`` that fell by less than this factor over
@@ -44,6 +45,29 @@ class StopRules:
     stop: str = "estimate"
 
 
+class IterationState(NamedTuple):
+    """What :func:`iterate` hands its ``callback`` after iteration ``t`` (the arrays are the loop's own: read,
+    do not keep or change them).
+
+    Attributes
+    ----------
+    t : int
+    S_hat, V : list
+        The damped estimate and the predicted errors (per layer; per sector a tuple) after iteration ``t``.
+    g : array
+        The messages ``g_out`` of iteration ``t`` (``(n, L, T, T)``; no rows when the samples are sharded).
+    R, delta : list
+        The effective observations and their noise variances of iteration ``t``'s channel step.
+    """
+
+    t: int
+    S_hat: list
+    V: list
+    g: object
+    R: list
+    delta: list
+
+
 def pack_layers(values):
     """A float for one layer, a tuple for several; a layer's tuple of sector values stays a tuple."""
     values = [tuple(float(y) for y in x) if isinstance(x, tuple) else float(x) for x in values]
@@ -55,8 +79,12 @@ def layer_errors(p, mats, xp):
     return [estimation_error(M, S) for M, S in zip(mats, p.S)]
 
 
-def iterate(p, rec, rules: StopRules):
+def iterate(p, rec, rules: StopRules, init_m=None, callback=None):
     """The GAMP-RIE loop: channel step, prior step, damping, stopping rules (see :func:`gamp_rie`).
+
+    ``init_m`` (one value per layer, for one-sector priors) starts the predicted errors there instead
+    of at the prior's error without data; ``callback(state)`` is called after every iteration with an
+    :class:`IterationState` (diagnostics that the trace does not hold, without a copy of this loop).
 
     The channel step is :func:`~aimlib.amp.steps.channel_step` for symmetric priors and
     :func:`~aimlib.amp.square_step.square_channel_step` for square ones.  Returns
@@ -69,7 +97,8 @@ def iterate(p, rec, rules: StopRules):
     step = channel_step if p.priors[0].symmetric else square_channel_step
     max_iter, tol, m_floor = rules.max_iter, rules.tol, rules.m_floor
     S_hat = p.init or [pr.mean(p.d, xp, p.dtype) for pr in p.priors]
-    V = [tuple(pr.sector_mmse((math.inf,) * len(pr.sectors))) for pr in p.priors]
+    V = ([tuple(pr.sector_mmse((math.inf,) * len(pr.sectors))) for pr in p.priors] if init_m is None
+         else [(float(x),) for x in init_m])
     V_ons, m = V, _total(V)
     g_prev = xp.zeros((p.n if p.shards is None else 0, L, p.T, p.T), dtype=p.dtype)  # shards hold their own
     g_new = xp.empty_like(g_prev)
@@ -113,6 +142,8 @@ def iterate(p, rec, rules: StopRules):
             m_history.append(m.copy())
             rec.add(m=m, m_new=m_new, delta=per_layer(delta), change=change,
                     error=layer_errors(p, S_hat, xp) if p.S else [])
+            if callback is not None:
+                callback(IterationState(t, S_hat, V, g_prev, R, delta))
             reason = "oscillating" if verdict is not None and verdict.state == "oscillating" else \
                 _stop_reason(rules, t, still, m, m_old, m_history)
             if reason != "max_iter":
