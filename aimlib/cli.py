@@ -26,9 +26,10 @@ Commands
     credentials in Dask's configuration (:mod:`aimlib.cluster`).
 
 ``gd``
-    Gradient descent (Adam) from ``--restarts`` random initialisations on the
-    same data, CSV ``alpha,d,seed,restarts,mmse_single,mmse_averaged,seconds``
-    (``mmse_single`` is the mean error of the single students)::
+    Gradient descent (Adam, step ``--lr``) from ``--restarts`` random initialisations on the same data, CSV
+    ``alpha,d,seed,restarts,mmse_single,mmse_averaged,seconds,lr,mmse_data_free,worse_than_data_free``
+    (``mmse_single`` is the mean error of the single students; ``worse_than_data_free`` is 1, with a
+    warning on stderr, where it is above ``mmse_data_free``, the error of the data-free estimate)::
 
         python -m aimlib gd --T 2 --rho 0.5 --alpha 0.1 --d 100 --seed 0 --restarts 8
 
@@ -76,11 +77,12 @@ from . import _validate, state_evolution as se
 from ._optional import MissingDependency
 from .channels import deep_hardmax, hardmax, make_channel
 from .channels.registry import CHANNELS
-from .cli_checks import (RANGES, Once, Parser, check_channel, check_gd, check_numbers, check_samples,
-                         token_law_type)
-from .cli_output import columns, fmt, print_row, print_table, tabulate_with_progress, values
+from .cli_checks import (RANGES, Once, Parser, check_channel, check_gd, check_numbers, check_samples, gd_advice,
+                         gd_arguments, gd_options, token_law_type)
+from .cli_output import columns, fmt, print_gd_row, print_row, print_table, tabulate_with_progress, values
 from .cluster import CREDENTIALS, check_scheduler
 from .errors import ConvergenceError
+from .iteration import STOPS
 from .priors import TEACHER_FAMILIES, make_priors
 from .tokens import STORAGES, token_law
 
@@ -248,6 +250,9 @@ def _amp_arguments(p):
                    help="at the cap: fail with exit status 1 (default), or print the unconverged row")
     p.add_argument("--damping", type=RANGES["damping"], default=None, help="damping in [0, 1) (default: GAMP's)")
     p.add_argument("--tol", type=RANGES["tol"], default=None, help="stopping tolerance in (0, 1] (default: GAMP's)")
+    p.add_argument("--stop", choices=list(STOPS), default=None, action=_Once,
+                   help="stopping rule (default: GAMP's 'estimate'); 'window': the distance to the fixed point "
+                        "estimated over a window, a cycle reported as oscillating (exit status 1)")
     p.add_argument("--tokens-storage", choices=list(STORAGES), default="store", action=_Once,
                    help="store (default) or regenerate: hold no tokens, redraw each chunk of samples in every pass")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
@@ -266,7 +271,8 @@ def _amp_run(args) -> int:
     if args.scheduler is not None:
         check_scheduler("--scheduler", args.scheduler)
         aimlib.amp.shards.check_shards("--shards", args.shards, args.scheduler)
-    given = {k: getattr(args, k) for k in ("damping", "tol", "scheduler", "shards") if getattr(args, k) is not None}
+    given = {k: getattr(args, k) for k in ("damping", "tol", "stop", "scheduler", "shards")
+             if getattr(args, k) is not None}
     tokens = token_law(args.tokens).with_storage(args.tokens_storage)
     row = aimlib.amp.run_amp(ch, args.T, _rho(args, ch), args.alpha, args.d, args.seed, backend=args.backend,
                              dtype=args.dtype, tokens=tokens, teachers=args.teachers, max_iter=args.max_iter,
@@ -279,32 +285,16 @@ def _amp_run(args) -> int:
 
 def _gd_arguments(p):
     _run_arguments(p)
-    p.add_argument("--beta", type=RANGES["beta"], default=1.0, action=_Once,
-                   help="softmax inverse temperature in (0, 1e30] (default: 1)")
-    p.add_argument("--restarts", type=RANGES["positive_int"], default=1, help="students averaged (default: 1)")
-    p.add_argument("--steps", type=RANGES["positive_int"], default=1000, help="Adam steps (default: 1000)")
-    p.add_argument("--student", choices=["factorised", "direct"], default="factorised",
-                   help="W W^T / sqrt(k d) of width --rank, or S_hat trained entrywise (default: factorised)")
-    p.add_argument("--rank", type=RANGES["positive_int"], default=None,
-                   help="width k of the factorised student (default: the teacher's, rho d)")
-    p.add_argument("--weight-decay", type=RANGES["weight_decay"], default=0.0,
-                   help="lambda in [0, 1e6]: adds (lambda/2) Tr S_hat (factorised) or (lambda/2) ||S_hat||_F^2 "
-                        "(direct) to the loss (default: 0)")
-    p.add_argument("--on-max-iter", choices=["raise", "warn", "return"], default="return",
-                   help="if --steps end before the tolerance: print the row (default: the steps are a "
-                        "budget) or fail with exit status 1 ('raise'); divergence or no progress always fails")
+    gd_arguments(p)   # the options of gd alone (aimlib.cli_checks)
 
 
 def _gd_run(args) -> int:
     if len(args.rho) != 1:
         raise UsageError(f"--rho must hold one width ratio for gd, got {len(args.rho)}")
     check_gd(args)
-    row = aimlib.gd.run_gd(args.T, args.rho[0], args.alpha, args.d, args.seed, restarts=args.restarts,
-                           backend=args.backend, dtype=args.dtype, beta=args.beta, steps=args.steps,
-                           student=args.student, weight_decay=args.weight_decay, tokens=args.tokens,
-                           teachers=args.teachers, on_max_iter=args.on_max_iter,
-                           **({} if args.rank is None else {"rank": args.rank}))
-    print_row(["alpha", "d", "seed", "restarts", "mmse_single", "mmse_averaged", "seconds"], row)
+    with gd_advice(args):   # a failure's advice names these options: lower --lr, not lr
+        row = aimlib.gd.run_gd(args.T, args.rho[0], args.alpha, args.d, args.seed, **gd_options(args))
+    print_gd_row(args, row)  # and a warning for a run worse than the data-free estimate
     return 0
 
 

@@ -6,7 +6,9 @@ r"""The input rules of the command line (:mod:`aimlib.cli`), applied before any 
   ``-inf`` and ``-1e5`` are read as values, so they are refused with the range too;
 * the rules that need several options (:func:`check_channel`: the ``--T`` a channel's Bayes
   side supports, ``--noise`` of the hardmax, ``--rho 0``; :func:`check_samples`: ``amp``'s
-  ``n = alpha d^2 >= 1``; :func:`check_gd`: the arrays of ``gd`` with its ``--rank``).
+  ``n = alpha d^2 >= 1``; :func:`check_gd`: the arrays of ``gd`` with its ``--rank``);
+* ``gd``'s options reach :func:`aimlib.gd.run_gd` by :func:`gd_options`, and the advice of its
+  failures names them (:func:`gd_advice`: ``lower --lr``, not the keyword ``lr``).
 
 Every message is one line: the option as typed (``--rho``), its allowed range, and advice
 that the command line can follow.
@@ -14,6 +16,7 @@ that the command line can follow.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import math
 import re
@@ -27,7 +30,7 @@ from .rmt.spectrum import teacher_width
 from .tokens import parse_token_law
 
 __all__ = ["Parser", "Once", "OnceFlag", "Number", "check_numbers", "RANGES", "token_law_type", "check_channel",
-           "check_gd", "check_samples"]
+           "check_gd", "check_samples", "gd_arguments", "gd_options", "gd_advice"]
 
 
 class Once(argparse.Action):
@@ -162,6 +165,7 @@ RANGES = {
     "seed": number(0, kind=int),
     "positive_int": number(1, kind=int),                # --max-iter, --restarts, --steps, --rank
     "weight_decay": number(0, 1e6),
+    "lr": number(0, low_open=True),                     # gd's step (aimlib.gd.optim.make_optimizer)
     "damping": number(0, 1, high_open=True),            # aimlib.amp.gamp_rie
     "tol": number(0, 1, low_open=True),
 }
@@ -253,3 +257,46 @@ def check_gd(args) -> None:
         return memory_estimate(n, T, d, rank, restarts, n_test=min(n, 2000), itemsize=itemsize)
 
     v.check_memory(need, sizes, v.MEMORY_MB, via={"n": ("alpha", args.alpha, d * d)})
+
+
+def gd_arguments(p) -> None:
+    """The options of ``gd`` besides those of every run (:func:`aimlib.cli._run_arguments`)."""
+    p.add_argument("--beta", type=RANGES["beta"], default=1.0, action=Once,
+                   help="softmax inverse temperature in (0, 1e30] (default: 1)")
+    p.add_argument("--restarts", type=RANGES["positive_int"], default=1, help="students averaged (default: 1)")
+    p.add_argument("--steps", type=RANGES["positive_int"], default=1000, help="Adam steps (default: 1000)")
+    p.add_argument("--lr", type=RANGES["lr"], default=None,
+                   help="Adam's step, a finite number > 0 (default: 0.1, times sqrt(d/k) for a factorised student "
+                        "wider than d: 0.02 at --rho 25; aimlib.gd.optim.default_lr)")
+    p.add_argument("--student", choices=["factorised", "direct"], default="factorised",
+                   help="W W^T / sqrt(k d) of width --rank, or S_hat trained entrywise (default: factorised)")
+    p.add_argument("--rank", type=RANGES["positive_int"], default=None,
+                   help="width k of the factorised student (default: the teacher's, rho d)")
+    p.add_argument("--weight-decay", type=RANGES["weight_decay"], default=0.0,
+                   help="lambda in [0, 1e6]: adds (lambda/2) Tr S_hat (factorised) or (lambda/2) ||S_hat||_F^2 "
+                        "(direct) to the loss (default: 0)")
+    p.add_argument("--on-max-iter", choices=["raise", "warn", "return"], default="return",
+                   help="if --steps end before the tolerance: print the row (default: the steps are a "
+                        "budget) or fail with exit status 1 ('raise'); divergence or no progress always fails")
+
+
+#: the options of ``gd`` that :func:`aimlib.gd.run_gd` takes as they are (left out when not given: ``None``)
+_GD_OPTIONS = ("restarts", "backend", "dtype", "beta", "steps", "student", "weight_decay", "tokens", "teachers",
+               "on_max_iter", "rank", "lr")
+
+
+def gd_options(args) -> dict:
+    """The keyword arguments of :func:`aimlib.gd.run_gd` from the options of ``gd``."""
+    return {k: getattr(args, k) for k in _GD_OPTIONS if getattr(args, k) is not None}
+
+
+@contextlib.contextmanager
+def gd_advice(args):
+    """Within: the advice of gd's failures names the options of this command (``lower --lr``), and only
+    those (:data:`aimlib.gd.checks.ADVICE_NAMES`; ``tol``, no option, is left out)."""
+    names = importlib.import_module("aimlib.gd.checks").ADVICE_NAMES   # `se` never loads gd
+    token = names.set({k: "--" + k.replace("_", "-") for k in vars(args) if not k.startswith("_") and k != "command"})
+    try:
+        yield
+    finally:
+        names.reset(token)

@@ -7,7 +7,8 @@ import time
 
 import numpy as np
 
-__all__ = ["fmt", "columns", "values", "print_row", "print_table", "tabulate_with_progress"]
+__all__ = ["fmt", "columns", "values", "print_row", "print_table", "tabulate_with_progress", "GD_COLUMNS",
+           "print_gd_row"]
 
 
 def fmt(x: float) -> str:
@@ -61,3 +62,34 @@ def tabulate_with_progress(ch, shared: bool) -> None:
     ch.tabulate(shared, progress)
     print(("\n" if tty else "") + f"deep-hardmax: tabulated in {time.perf_counter() - start:.1f} s",
           file=sys.stderr, flush=True)
+
+
+#: the CSV columns of ``gd``: ``lr`` is the step used, ``mmse_data_free`` the error of the data-free
+#: estimate ``(Tr S/d) I`` (about 1), ``worse_than_data_free`` 1 where ``mmse_single`` is above it
+GD_COLUMNS = ["alpha", "d", "seed", "restarts", "mmse_single", "mmse_averaged", "seconds", "lr", "mmse_data_free",
+              "worse_than_data_free"]
+
+
+def print_gd_row(args, row: dict) -> None:
+    """The row of ``gd`` (:data:`GD_COLUMNS`), and a warning on standard error for a run worse than the
+    data-free estimate: its training loss fell (a loss that rose is a failure, raised before), so it is a
+    result, but no better than knowing no data."""
+    print_row(GD_COLUMNS, dict(row, worse_than_data_free=int(row["worse_than_data_free"])))
+    if not row["worse_than_data_free"]:
+        return
+    start, end = (float(np.mean(row[k])) for k in ("train_loss_start", "train_loss"))
+    e_start = float(np.mean(row["mmse_single_start"]))
+    loss = f"the training loss {'fell' if end < start else 'rose'} ({start:.4g} -> {end:.4g})"
+    if end >= start:   # only with --weight-decay: the loss plus the penalty fell (else the run failed)
+        why = (f"{loss} while the loss plus the weight decay fell: try a smaller --weight-decay "
+               f"(this run: {args.weight_decay:g})")
+    elif row["mmse_single"] > e_start:   # the steps fit the data and left the teacher: too large
+        why = (f"{loss} but the error rose ({e_start:.4g} -> {row['mmse_single']:.4g}): the steps fit the data, "
+               f"not the teacher; try a smaller --lr (this run: {row['lr']:g})")
+    else:              # on the way down from the random start (error about 2), not there yet
+        why = (f"{loss} and the error fell ({e_start:.4g} -> {row['mmse_single']:.4g}), not far enough: try more "
+               f"--steps (this run: {args.steps}) or a larger --lr (this run: {row['lr']:g})")
+    print(f"python -m aimlib gd: warning: run --alpha {args.alpha:g} --d {args.d} --rho {args.rho[0]:g} "
+          f"--seed {args.seed}: mmse_single {row['mmse_single']:.4g} (mmse_averaged {row['mmse_averaged']:.4g}) "
+          f"is worse than {row['mmse_data_free']:.4g}, the error of the data-free estimate (Tr S/d) I; {why}",
+          file=sys.stderr)

@@ -161,11 +161,13 @@ def test_gd_prints_single_and_averaged_errors():
             "--restarts", "4", "--steps", "150")
     assert p.returncode == 0, p.stderr
     header, row = p.stdout.strip().splitlines()
-    assert header == "alpha,d,seed,restarts,mmse_single,mmse_averaged,seconds"
+    assert header == "alpha,d,seed,restarts,mmse_single,mmse_averaged,seconds,lr,mmse_data_free,worse_than_data_free"
     values = row.split(",")
-    assert len(values) == 7 and int(values[3]) == 4
+    assert len(values) == 10 and int(values[3]) == 4
     single, averaged = float(values[4]), float(values[5])
     assert 0 < averaged < single
+    # the default step (r = d/2: the paper's 0.1) and an error below the data-free estimate's (about 1)
+    assert float(values[7]) == 0.1 and single < float(values[8]) and values[9] == "0" and p.stderr == ""
 
 
 @pytest.mark.parametrize("argv, match", [

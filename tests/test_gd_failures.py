@@ -32,10 +32,13 @@ def test_an_estimate_far_worse_than_the_data_free_one_is_divergence():
     # "57." follow float32 rounding, which a diverging run amplifies (the order of the index sums moves them)
     with pytest.raises(ConvergenceError, match=r"diverged: the estimation error of restart 0 \(of 1\) is 57\.\d+, "
                                                r"above 20 times .* \(Tr S/d\) I \(0\.96.*lower lr"):
-        gd.run_gd(2, 100, 0.3, 20, 0, steps=50)
-    # the advice works: at lr = 0.01 the same data train to an error near the prior's
+        gd.run_gd(2, 100, 0.3, 20, 0, steps=50, lr=0.1)
+    # the advice works: at lr = 0.01 the same data train to an error near the prior's; it is the default
+    # there, 0.1 / sqrt(r/d) for Adam on a student of width r = 100 d (aimlib.gd.optim.default_lr)
     out = gd.run_gd(2, 100, 0.3, 20, 0, steps=50, lr=0.01)
     assert out["mmse_single"] < 3 and out["train_loss"][0] < 0.035
+    default = gd.run_gd(2, 100, 0.3, 20, 0, steps=50)
+    assert default["lr"] == 0.01 and default["mmse_single"] == out["mmse_single"]
 
 
 def test_a_loss_that_rises_is_divergence_and_one_restart_fails_the_run(small):
@@ -158,7 +161,7 @@ def _gd_args(extra):
 
 
 @pytest.mark.parametrize("extra, status, words", [
-    (["--rho", "100"], 1, "gradient descent diverged: the estimation error of restart 0 (of 1) is 57."),
+    (["--rho", "100", "--lr", "0.1"], 1, "gradient descent diverged: the estimation error of restart 0 (of 1) is 57."),
     (["--alpha", "1e-300"], 2, "alpha must give at least one sample"),
 ], ids=["rho100", "alpha1e-300"])
 def test_cli_gd_failures_exit_nonzero_with_one_line(extra, status, words):

@@ -22,7 +22,7 @@ Failures, always a :class:`~aimlib.errors.ConvergenceError` (exit status 1 on th
   for the scale of the indices: at ``rho = 100`` (``d = 20``, ``alpha = 0.3``)
   Adam at ``lr = 0.1`` doubles ``Tr S_hat^2 / d`` and ends at error 58 after
   50 steps (``rho = 10^4``: 17978), at ``lr = 0.01`` at 1.7 after 500 steps.
-  Lower ``lr``.
+  Lower ``lr`` (the default, :func:`aimlib.gd.optim.default_lr`, is ``0.01`` there).
 * **no progress**: a restart that did not reach ``tol`` and whose objective
   is not below its start, ``F_1 = F_0`` in the working precision: e.g. a
   softmax saturated at a huge ``beta`` has an exactly zero gradient, and no
@@ -42,6 +42,13 @@ paper: 1000 Adam steps), ``tol`` only an early stop; ``'raise'`` and
 ``'warn'`` make the cap a failure or a warning.  Either way
 ``GDResult.converged`` flags the restarts that reached ``tol``.
 
+Not a failure: a run whose steps lowered the objective but whose estimate is worse than the
+data-free one (:func:`data_free_errors`) is a result, an honest one; :func:`aimlib.gd.run_gd`
+flags it (``worse_than_data_free``) and the command line warns.
+
+The advice of the messages names the parameters as the caller spells them
+(:data:`ADVICE_NAMES`): ``lr`` for the functions, ``--lr`` on the command line.
+
 Refused inputs (``ValueError``, exit status 2), rather than values changed in silence:
 
 * targets within ``tol`` of uniform: if the constant output ``1/T`` (every
@@ -54,6 +61,9 @@ Refused inputs (``ValueError``, exit status 2), rather than values changed in si
 """
 from __future__ import annotations
 
+import contextvars
+import re
+
 import numpy as np
 
 from .. import _validate as v
@@ -62,6 +72,23 @@ from ..errors import ConvergenceError, max_iter_reached
 
 #: a final estimation error above this many times that of ``(Tr S/d) I`` is divergence
 DIVERGED_ERROR = 20.0
+
+#: how the advice of a message names a parameter: ``None``, as the keyword arguments of the
+#: functions (``lr``); or a mapping to the options of a command (``{'lr': '--lr'}``, set by
+#: :mod:`aimlib.cli` for ``gd``), where a parameter missing from it is left out of the advice
+ADVICE_NAMES: contextvars.ContextVar = contextvars.ContextVar("ADVICE_NAMES", default=None)
+
+
+def advice(*templates: str, sep: str = " or ") -> str:
+    """The advice of a message: the templates (``'lower {lr}'``) whose parameters the caller can set,
+    each parameter named as the caller spells it (:data:`ADVICE_NAMES`), joined by ``sep``."""
+    names = ADVICE_NAMES.get()
+    shown = []
+    for template in templates:
+        params = re.findall(r"\{(\w+)\}", template)
+        if names is None or all(p in names for p in params):
+            shown.append(template.format(**{p: p if names is None else names[p] for p in params}))
+    return sep.join(shown)
 
 
 def check_samples(alpha: float, d: int) -> int:
@@ -89,13 +116,14 @@ def check_informative(y, tol: float, beta: float) -> None:
     if uniform <= tol:
         raise ValueError(f"the targets carry no information at tol={tol:g}: the constant output 1/T already "
                          f"has training loss {uniform:.3g} <= tol, so every student would stop at step 0; "
-                         f"beta={beta:g} is too small for the indices (or tol too large): raise beta or lower tol")
+                         f"beta={beta:g} is too small for the indices (or tol too large): "
+                         f"{advice('raise {beta}', 'lower {tol}')}")
 
 
 def check_finite(L, g, step: int, rule) -> None:
     """Raise :class:`ConvergenceError` if a loss (or the gradient ``g``, if given) is not finite."""
     xp = get_array_module(L)
-    where = f"at step {step} (optimizer={rule.name!r}, lr={rule.lr:g}); lower lr"
+    where = f"at step {step} (optimizer={rule.name!r}, lr={rule.lr:g}); {advice('lower {lr}')}"
     bad = ~xp.isfinite(L)
     if bool(bad.any()):
         i = int(to_host(xp.nonzero(bad)[0])[0])
@@ -111,8 +139,11 @@ def penalty(objective, W) -> np.ndarray:
     return np.zeros(W.shape[0])
 
 
-def _trivial_errors(S) -> np.ndarray:
-    """Error ``(1/d)||S_l - (Tr S_l/d) I||_F^2`` of the data-free estimate, per teacher ``(L,)``."""
+def data_free_errors(S) -> np.ndarray:
+    """Error ``(1/d)||S_l - (Tr S_l/d) I||_F^2`` of the data-free estimate, per teacher ``(L,)``.
+
+    About 1 (the prior mean ``sqrt(rho) I`` in the book's normalisation): ``1 + 1/d`` on average
+    for a Wishart teacher."""
     S = np.asarray(to_host(S), dtype=float)
     S = S[None] if S.ndim == 2 else S
     d = S.shape[-1]
@@ -133,20 +164,21 @@ def check_outcome(curves, F0, F1, n_steps, converged, rule, sched, beta: float) 
         what = (f"the training loss of restart {i} (of {k}) went from {F0[i]:.4g} to {F1[i]:.4g} "
                 f"in {n_steps[i]} steps {how}")
         if F1[i] > F0[i]:
-            raise ConvergenceError(f"gradient descent diverged: {what}; lower lr")
+            raise ConvergenceError(f"gradient descent diverged: {what}; {advice('lower {lr}')}")
         if F1[i] >= F0[i]:
-            raise ConvergenceError(f"gradient descent made no progress: {what}; increase lr or steps, "
-                                   f"or bring beta nearer 1 (a saturated softmax has no gradient)")
+            raise ConvergenceError(f"gradient descent made no progress: {what}; "
+                                   f"{advice('increase {lr} or {steps}', 'bring {beta} nearer 1', sep=', or ')} "
+                                   f"(a saturated softmax has no gradient)")
     if curves.S is not None:
         errors = np.asarray(curves.errors[-1], dtype=float).reshape(k, -1)
-        trivial = _trivial_errors(curves.S)
+        trivial = data_free_errors(curves.S)
         bad = np.argwhere(errors > DIVERGED_ERROR * trivial)
         if len(bad):
             i, l = bad[0]
             raise ConvergenceError(
                 f"gradient descent diverged: the estimation error of restart {i} (of {k}) is "
                 f"{errors[i, l]:.4g}, above {DIVERGED_ERROR:g} times that of the data-free estimate "
-                f"(Tr S/d) I ({trivial[l]:.4g}) {how}; lower lr")
+                f"(Tr S/d) I ({trivial[l]:.4g}) {how}; {advice('lower {lr}')}")
     if not converged.all():
         max_iter_reached(f"gradient descent: {int((~converged).sum())} of {k} restarts did not reach "
                          f"training loss tol={sched.tol:g} within steps={sched.steps}", sched.on_max_iter)

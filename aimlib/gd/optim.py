@@ -4,13 +4,41 @@ Both act on weights ``W`` of shape ``(k, d, r)`` with gradient ``g`` and a
 ``(k,)`` boolean mask ``active``: a stopped restart (mask ``False``) keeps its
 weights.  Adam keeps its moments for every restart.  :class:`Batches` draws
 the mini-batches.
+
+The default step (:func:`default_lr`) is the paper's Adam ``lr = 0.1`` for a student no
+wider than ``d``, and ``0.1 sqrt(d / r)`` for a wider one: Adam moves every entry of ``W``
+by about ``lr`` whatever the size of the gradient, and the ``r`` columns of ``W`` move
+together, so one step changes ``S_hat = W W^T / sqrt(r d)`` by about ``0.2 lr sqrt(r / d)``
+in the units where the data-free estimate has error 1 (measured at ``d = 20``, one step
+from a random start: ``||dS_hat||_F / sqrt(d) = 0.21`` at ``r = d``, ``0.80`` at
+``r = 25 d``).  At ``rho = 25`` (``d = 20``, ``alpha = 0.3``, seed 0) ``lr = 0.1`` fits the
+training data (loss ``0.061 -> 0.0014`` in 1000 steps) while the estimation error goes from
+2 (the random start) to 10 at step 50 and ends at 4.4 (seeds 1, 2: 4.4, 3.9), against 1.02
+for the data-free estimate; ``lr = 0.1 / sqrt(25) = 0.02`` ends at 0.81 (seeds 1, 2: 1.07,
+0.97; 0.62 after 4000 steps).
 """
 from __future__ import annotations
+
+import math
 
 from .. import _validate as v
 from ..backend import get_array_module, to_device
 
 OPTIMIZERS = ("adam", "gd")
+#: the paper's Adam step (arXiv:2506.01582: Adam, lr 0.1, 1000 steps), for students of width ``r <= d``
+LR = 0.1
+
+
+def default_lr(optimizer: str, student: str, r: int, d: int) -> float:
+    """The default ``lr``: :data:`LR`, divided by ``sqrt(r / d)`` for Adam on a factorised student wider than ``d``.
+
+    Plain gradient descent needs no such factor (its step in ``S_hat`` is ``lr`` times a
+    gradient, which does not grow with ``r``: at ``rho = 25`` and ``lr = 0.1`` it stays slow, error
+    2.0 -> 1.9 in 1000 steps), nor does the direct student (no width).
+    """
+    if optimizer == "adam" and student == "factorised" and r > d:
+        return LR / math.sqrt(r / d)   # 0.02 exactly at r = 25 d
+    return LR
 
 
 class GradientDescent:

@@ -18,7 +18,7 @@ from .._validate import MEMORY_MB, check_memory
 from .memory import check_memory_mb, memory_estimate
 from .objective import count_nonzero
 from ..channels.softmax import check_beta
-from .checks import check_samples, checked_width
+from .checks import check_samples, checked_width, data_free_errors
 from .train import train_gd
 
 _NOT_OPTIONS = ("X", "y", "S", "init", "restarts", "X_test", "y_test", "shift", "shifts")
@@ -122,7 +122,19 @@ def _summary(res) -> dict:
         "n_nonzero": [int(c) for c in count_nonzero(res.eigenvalues)],
         "student": res.student,
         "weight_decay": res.weight_decay,
+        "lr": res.lr,
+        "train_loss_start": [float(x) for x in res.train_loss[:, 0]],
+        "mmse_single_start": [float(e) for e in res.mmse_curve[:, 0]],
     }
+
+
+def data_free_flags(out: dict, S) -> dict:
+    """``mmse_data_free`` (the error of the data-free estimate ``(Tr S/d) I`` of the teacher ``S``,
+    :func:`aimlib.gd.checks.data_free_errors`, about 1) and ``worse_than_data_free``: the mean
+    single-run error ``mmse_single`` above it.  Such a run is a result (its loss fell, else it
+    raised :class:`~aimlib.errors.ConvergenceError`), but no better than knowing no data."""
+    data_free = float(data_free_errors(S)[0])
+    return {"mmse_data_free": data_free, "worse_than_data_free": bool(out["mmse_single"] > data_free)}
 
 
 def known_means(teachers: str, rhos) -> tuple:
@@ -177,7 +189,8 @@ def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int
         factorised students are ``W W^T / sqrt(r d) - sqrt(rho) I`` (``shift``, the known mean).
     **options
         Passed to :func:`train_gd` (``rank``, ``student``, ``weight_decay``,
-        ``optimizer``, ``lr``, ``steps``, ``tol``, ``batch_size``,
+        ``optimizer``, ``lr`` (default: 0.1, smaller for Adam on students wider than ``d``,
+        :func:`aimlib.gd.optim.default_lr`), ``steps``, ``tol``, ``batch_size``,
         ``init_scale``, ``record_every``, ``on_max_iter``, ...).
 
     Raises
@@ -196,9 +209,14 @@ def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int
         the ``k`` restarts of the single-run error ``(1/d)||S_hat_i - S||_F^2``),
         ``mmse_averaged`` (error of the averaged ``S_hat``), ``seconds``, ``mmse_single_all``
         (the ``k`` single-run errors), ``mmse_single_std``, ``T``, ``rho``, ``n``, ``rank``,
-        ``train_loss``, ``test_loss`` (final square losses), ``n_steps``, ``converged`` (the
+        ``train_loss``, ``test_loss`` (final square losses), ``train_loss_start`` and
+        ``mmse_single_start`` (the training loss and error of each restart at its start),
+        ``n_steps``, ``converged`` (the
         training loss reached ``tol``), ``n_nonzero`` (eigenvalues of each ``S_hat`` above
-        :data:`aimlib.gd.objective.EIG_TOL`), ``student`` and ``weight_decay`` (per restart where it applies).
+        :data:`aimlib.gd.objective.EIG_TOL`), ``student`` and ``weight_decay`` (per restart where it applies),
+        ``lr`` (the step used: given, or :func:`aimlib.gd.optim.default_lr`), ``mmse_data_free`` (the
+        error of the data-free estimate ``(Tr S/d) I``, about 1) and ``worse_than_data_free``
+        (``mmse_single`` above it: a result whose training loss fell, but no better than no data).
     """
     run = check_run(T, rho, alpha, d, restarts, seed, beta, dtype, n_test, memory_mb, options,
                     check_rho=partial(v.positive, "rho"), caller="run_gd")
@@ -217,6 +235,7 @@ def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int
     out = {"alpha": run.alpha, "d": run.d, "seed": v.seed_label(run.seed), "restarts": run.restarts,
            "mmse_single": summary.pop("mmse_single"), "mmse_averaged": summary.pop("mmse_averaged"),
            "seconds": seconds, "T": run.T, "rho": run.rho, "n": data.n, **summary}
+    out.update(data_free_flags(out, data.S))
     if return_result:
         out.update(result=res, data=data)
     return out
