@@ -34,9 +34,11 @@ import math
 from collections import deque
 from dataclasses import dataclass
 
+import numpy as np
+
 from . import _validate as v
 
-__all__ = ["STOPS", "Verdict", "WindowRule", "CYCLE_RATIO", "CYCLE_RATE", "SETTLED"]
+__all__ = ["STOPS", "Verdict", "StepRule", "WindowRule", "Iterated", "iterate_map", "CYCLE_RATIO", "CYCLE_RATE", "SETTLED"]
 
 #: the stopping rules of :func:`~aimlib.amp.gamp_rie` (:class:`~aimlib.amp.loop.StopRules`); ``'window'`` is
 #: :class:`WindowRule`
@@ -77,6 +79,29 @@ class Verdict:
     def converged(self) -> bool:
         """Whether ``state`` is ``'converged'``."""
         return self.state == "converged"
+
+
+class StepRule:
+    """Stop when a step is below the bound: ``s_t < bound`` (the state evolution's rule of old; it takes
+    a slow mode's small steps for convergence, see the module docstring).
+
+    Parameters
+    ----------
+    window : int
+        Unused: the same signature as :class:`WindowRule`.
+    atol : float
+        The rounding level of the distance.
+    """
+
+    def __init__(self, window: int = 10, atol: float = 0.0):
+        self.atol = v.nonnegative("atol", atol)
+
+    def update(self, step: float, bound: float, back=None) -> Verdict:
+        """``'converged'`` when ``step < bound + atol``, else ``'running'`` (``distance`` is the step)."""
+        step = float(step)
+        if not step >= 0.0:
+            raise ValueError(f"step must be a distance >= 0, got {step!r}")
+        return Verdict("converged" if step < bound + self.atol else "running", step, math.nan)
 
 
 class WindowRule:
@@ -148,3 +173,59 @@ class WindowRule:
             if back[period - 1] <= CYCLE_RATIO * min(s[-period:]):
                 return Verdict("oscillating", math.inf, rate, period, max(back[:period]))
         return None
+
+
+#: the rules of :func:`iterate_map`, by name
+MAP_RULES = {"step": StepRule, "window": WindowRule}
+
+
+@dataclass(frozen=True)
+class Iterated:
+    """What :func:`iterate_map` returns.
+
+    Attributes
+    ----------
+    x : ndarray
+        The last iterate (the last finite one when ``verdict.state == 'diverged'``).
+    iterations : int
+    verdict : Verdict
+        The rule's last verdict; ``'diverged'`` when an iterate was not finite, ``'running'`` at the cap.
+    trace : ndarray
+        ``x_0, x_1, ...`` stacked.
+    """
+
+    x: np.ndarray
+    iterations: int
+    verdict: Verdict
+    trace: np.ndarray
+
+
+def iterate_map(F, x0, bound: float, *, rule: str = "step", damping: float = 0.0, max_iter: int = 10_000,
+                window: int = 10, callback=None) -> Iterated:
+    r"""Iterate ``x <- (1 - damping) F(x) + damping x`` until the stopping rule ends it, or ``max_iter``.
+
+    The distance is the largest change of a component, ``||x_t - x_{t-k}||_inf``; ``rule`` is
+    ``'step'`` (:class:`StepRule`) or ``'window'`` (:class:`WindowRule`, which also recognises
+    cycles from the distances to the last ``window`` iterates).  ``callback(t, x)`` is called after
+    every iteration.  An iterate that is not finite ends the run as ``'diverged'``.
+    """
+    damping = v.in_range("damping", damping, 0.0, 0.999)
+    max_iter = v.integer("max_iter", max_iter, minimum=1)
+    judge = MAP_RULES[v.choice("rule", rule, set(MAP_RULES))](window)
+    x = np.asarray(x0, dtype=float)
+    trace, past = [x], deque(maxlen=window)
+    verdict = Verdict("running", math.inf, math.nan)
+    for t in range(1, max_iter + 1):
+        x_new = (1 - damping) * np.asarray(F(x), dtype=float) + damping * x
+        if not np.all(np.isfinite(x_new)):
+            return Iterated(x, t, Verdict("diverged", math.inf, math.nan), np.asarray(trace))
+        past.appendleft(x)
+        back = [float(np.max(np.abs(x_new - old))) for old in past]
+        x = x_new
+        trace.append(x)
+        verdict = judge.update(back[0], bound, back)
+        if callback is not None:
+            callback(t, x)
+        if verdict.state in ("converged", "oscillating"):
+            break
+    return Iterated(x, t, verdict, np.asarray(trace))

@@ -1,5 +1,6 @@
-"""The stopping rule of aimlib.iteration on sequences whose limit is known: geometric, two modes,
-heavy damping, cycles, a drift that does not shrink, a power-law approach (issue 37, item 5)."""
+"""The stopping rules of aimlib.iteration on sequences whose limit is known: geometric, two modes,
+heavy damping, cycles, a drift that does not shrink, a power-law approach (issue 37, item 5); the map
+engine iterate_map and the state evolution on it."""
 from __future__ import annotations
 
 import math
@@ -98,3 +99,46 @@ def test_a_cycle_smaller_than_the_bound_is_a_floor_not_an_oscillation():
     corners = np.array([[0.0], [1e-9]])
     t, verdict, _ = _run(_sequence(lambda t: 1.0 + corners[t % 2]), 1e-6)
     assert verdict.converged and verdict.period == 2 and verdict.amplitude == pytest.approx(1e-9)
+
+
+# --- the map engine: iterate_map, and the state evolution on it --------------------------------
+
+from aimlib.iteration import iterate_map  # noqa: E402
+
+
+def test_iterate_map_damps_traces_calls_back_and_reports_divergence():
+    calls = []
+    run = iterate_map(lambda x: 0.5 * x + 1.0, [0.0, 4.0], 1e-12, damping=0.5,
+                      callback=lambda t, x: calls.append(t))
+    assert run.verdict.converged and np.allclose(run.x, 2.0, atol=1e-11)
+    assert run.trace.shape == (run.iterations + 1, 2) and calls == list(range(1, run.iterations + 1))
+    np.testing.assert_allclose(run.trace[1], [0.5, 3.5])        # (1 - 0.5) F(x0) + 0.5 x0
+    with np.errstate(over="ignore"):
+        blown = iterate_map(lambda x: x * 1e200, [1.0], 1e-12)
+    assert blown.verdict.state == "diverged" and blown.iterations == 2 and np.isfinite(blown.x).all()
+    capped = iterate_map(lambda x: x + 1.0, [0.0], 1e-12, max_iter=7)
+    assert capped.verdict.state == "running" and capped.iterations == 7
+    with pytest.raises(ValueError, match="rule"):
+        iterate_map(lambda x: x, [0.0], 1e-12, rule="steps")
+
+
+def test_the_window_rule_reaches_the_fixed_point_where_the_step_rule_stops_early():
+    """x <- 0.99 x + 0.01 (0.5 x + 1): the step rule stops 1e-4 from 2 at tol 1e-6, the window rule within it."""
+    F = lambda x: 0.5 * x + 1.0  # noqa: E731
+    step = iterate_map(F, [0.0], 1e-6, damping=0.99)
+    window = iterate_map(F, [0.0], 1e-6, damping=0.99, rule="window")
+    assert step.verdict.converged and abs(step.x[0] - 2.0) > 1e-4
+    assert window.verdict.converged and abs(window.x[0] - 2.0) <= 1e-6
+
+
+def test_the_state_evolution_takes_the_window_rule():
+    """Hardmax, T = 2, rho = 0.5, alpha = 1 at damping 0.99: 'window' lands within tol of the undamped fixed
+    point (0.0789), 'step' stops a hundred times tol away; both rules agree without damping."""
+    from aimlib.state_evolution import fixed_point
+
+    exact = fixed_point(1.0, "hardmax", tol=1e-13).mmse
+    step = fixed_point(1.0, "hardmax", damping=0.99, tol=1e-7)
+    window = fixed_point(1.0, "hardmax", damping=0.99, tol=1e-7, stop="window")
+    assert abs(window.mmse - exact) <= 1e-7 < 1e-5 < abs(step.mmse - exact)
+    assert window.iterations > step.iterations
+    assert fixed_point(1.0, "hardmax", tol=1e-12, stop="window").mmse == pytest.approx(exact, abs=1e-11)

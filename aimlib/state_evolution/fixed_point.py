@@ -31,6 +31,7 @@ import numpy as np
 from .. import _validate as v
 from ..channels import make_channel
 from ..errors import ConvergenceError, check_on_max_iter, max_iter_reached
+from ..iteration import iterate_map
 from ..priors import make_priors
 
 __all__ = ["SEResult", "fixed_point", "oracle_fixed_point", "components", "prior_side", "check_joint_law",
@@ -171,11 +172,13 @@ def _pack(x, L):
 
 def fixed_point(alpha: float, channel="softmax", *, T: int = 2, rho=0.5, beta: float | None = None,
                 noise: float | None = None, damping: float = 0.0, tol: float = 1e-10,
-                max_iter: int = 10_000, init=None, on_max_iter: str = "raise") -> SEResult:
+                max_iter: int = 10_000, init=None, on_max_iter: str = "raise", stop: str = "step") -> SEResult:
     r"""Iterate ``qhat_c = alpha F_c(q)``, ``q_c = Q0_c - mmse_c(1/qhat)`` to a fixed point.
 
     One step is ``V <- (1 - damping) mmse(1/(alpha F(Q0 - V))) + damping V``
-    (componentwise); it stops when ``max_c |V_{t+1} - V_t| < tol``.
+    (componentwise, :func:`aimlib.iteration.iterate_map`); with ``stop='step'`` it stops when
+    ``max_c |V_{t+1} - V_t| < tol``, with ``stop='window'`` when the distance to the fixed point,
+    estimated from the contraction over a window of steps, is (:class:`aimlib.iteration.WindowRule`).
 
     Parameters
     ----------
@@ -197,7 +200,9 @@ def fixed_point(alpha: float, channel="softmax", *, T: int = 2, rho=0.5, beta: f
         Initial ``V``; default the error of the uninformative estimate ``E[S]`` (``1`` for
         the Wishart prior: ``q = rho``).
     on_max_iter : {'raise', 'warn'}
-        The rule of :mod:`aimlib.errors` at the iteration cap.
+        The rule of :mod:`aimlib.errors` at the iteration cap (and on a cycle, ``stop='window'``).
+    stop : {'step', 'window'}
+        The stopping rule.
     """
     alpha = v.nonnegative("alpha", alpha)
     T = v.integer("T", T, minimum=2)
@@ -205,40 +210,37 @@ def fixed_point(alpha: float, channel="softmax", *, T: int = 2, rho=0.5, beta: f
     priors = make_priors(ch, rho)
     fisher, prediction = _law(ch, priors, T)
     return _iterate(alpha, fisher, ch, priors, prediction, damping=damping, tol=tol, max_iter=max_iter,
-                    init=init, on_max_iter=on_max_iter)
+                    init=init, on_max_iter=on_max_iter, stop=stop)
 
 
-def _iterate(alpha, fisher, ch, priors, prediction, *, damping, tol, max_iter, init, on_max_iter) -> SEResult:
-    """The iteration of :func:`fixed_point` with the map ``q -> F(q)`` given."""
+def _iterate(alpha, fisher, ch, priors, prediction, *, damping, tol, max_iter, init, on_max_iter,
+             stop="step") -> SEResult:
+    """The iteration of :func:`fixed_point` with the map ``q -> F(q)`` given (:func:`aimlib.iteration.iterate_map`)."""
     Q0, V0 = components(priors)
     L = len(Q0)
-    damping = v.in_range("damping", damping, 0.0, 0.999)
     tol = v.positive("tol", tol)
-    max_iter = v.integer("max_iter", max_iter, minimum=1)
     check_on_max_iter(on_max_iter)
     V = V0 if init is None else np.array(
         [v.in_range("init", x, 0.0, Q0[i]) for i, x in enumerate(np.broadcast_to(init, (L,)))])
-    trace = [V]
-    for it in range(1, max_iter + 1):
-        qhat = _conjugate(alpha, _fisher_at(fisher, V, Q0, alpha, ch, priors))
-        V_new = prior_side(priors, qhat)
-        V_new = (1 - damping) * V_new + damping * V
-        trace.append(V_new)
-        if not np.all(np.isfinite(V_new)):
-            raise ConvergenceError(f"SE diverged at alpha={alpha:g} (V={V_new.tolist()}) after {it} iterations")
-        change = float(np.max(np.abs(V_new - V)))
-        V = V_new
-        if change < tol:
-            break
-    else:
-        max_iter_reached(f"SE did not converge at alpha={alpha:g} within max_iter={max_iter} "
-                         f"iterations (last change {change:.3g} > tol={tol:g}); increase max_iter or "
-                         "damping", on_max_iter)
+
+    def step(V):
+        return prior_side(priors, _conjugate(alpha, _fisher_at(fisher, V, Q0, alpha, ch, priors)))
+
+    run = iterate_map(step, V, tol, rule=stop, damping=damping, max_iter=max_iter)
+    V, it, verdict = run.x, run.iterations, run.verdict
+    if verdict.state == "diverged":
+        raise ConvergenceError(f"SE diverged at alpha={alpha:g} (V={V.tolist()}) after {it} iterations")
+    if not verdict.converged:
+        what = (f"is oscillating with period {verdict.period} (amplitude {verdict.amplitude:.3g})"
+                if verdict.state == "oscillating" else
+                f"did not converge within max_iter={max_iter} iterations (last "
+                f"{'change' if stop == 'step' else 'distance'} {verdict.distance:.3g} > tol={tol:g})")
+        max_iter_reached(f"SE {what} at alpha={alpha:g}; increase max_iter or damping", on_max_iter)
     qhat = _conjugate(alpha, _fisher_at(fisher, V, Q0, alpha, ch, priors))
-    tr = np.asarray(trace)
+    tr = run.trace
     return SEResult(alpha=alpha, mmse=_pack(V, L), q=_pack(Q0 - V, L), qhat=_pack(qhat, L),
                     iterations=it, trace=tr[:, 0] if L == 1 else tr, method="iterate",
-                    converged=change < tol, prediction=prediction)
+                    converged=verdict.converged, prediction=prediction)
 
 
 def oracle_fixed_point(alpha: float, channel, layer: int, *, T: int = 2, rho=0.5, tol: float = 1e-10,
