@@ -53,12 +53,13 @@ SETTLED = 0.5
 
 @dataclass(frozen=True)
 class Verdict:
-    """What :meth:`WindowRule.update` concludes after one step.
+    """What a stopping rule (:meth:`WindowRule.update`, :meth:`StepRule.update`) concludes after one step.
 
     Attributes
     ----------
     state : str
-        ``'converged'``, ``'oscillating'`` or ``'running'`` (go on: not yet a whole window, or still too far).
+        ``'converged'``, ``'oscillating'`` or ``'running'`` (go on: not yet a whole window, or still too far);
+        :func:`iterate_map` also ends a run as ``'diverged'`` (an iterate was not finite).
     distance : float
         The estimated distance to the fixed point, ``s_t r/(1 - r)`` (``inf`` when ``r >= 1``).
     rate : float
