@@ -4,7 +4,6 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
 
@@ -45,7 +44,8 @@ class StopRules:
     stop: str = "estimate"
 
 
-class IterationState(NamedTuple):
+@dataclass(frozen=True)
+class IterationState:
     """What :func:`iterate` hands its ``callback`` after iteration ``t`` (the arrays are the loop's own: read,
     do not keep or change them).
 
