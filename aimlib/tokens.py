@@ -247,7 +247,7 @@ class TokenStream:
     """The tokens of ``n`` samples, regenerated chunk by chunk whenever they are read (module docstring).
 
     Reads like an array of shape ``(n, T, d)`` sliced along its first axis
-    (``X[s:s + c]``, an array of :attr:`xp`); chunk ``k`` (samples ``k chunk`` to
+    (``X[s:s + c]``, an array of the module :attr:`xp`, default: numpy); chunk ``k`` (samples ``k chunk`` to
     ``(k + 1) chunk``) is ``law.sample`` from ``Generator(Philox(SeedSequence(key,
     spawn_key=(k,))))``.  Nothing is held but the law, the key and the covariance root
     of a ``correlated`` law.  Made by :func:`token_stream`; :meth:`window` is a run of its
@@ -260,10 +260,14 @@ class TokenStream:
     d: int
     key: tuple
     dtype: Any = np.float64
-    xp: Any = np
+    xp: Any = None          # the array module; None: numpy (set in __post_init__)
     chunk: int = TOKEN_CHUNK
     root: Any = None
     first: int = 0
+
+    def __post_init__(self):
+        if self.xp is None:
+            object.__setattr__(self, "xp", np)
 
     @property
     def shape(self) -> tuple:
@@ -347,8 +351,9 @@ def _unpickle_stream(state: dict, backend: str) -> TokenStream:
     return TokenStream(**state, xp=module_named(backend))
 
 
-def token_stream(n: int, T: int, d: int, rng, tokens=None, *, xp=np, dtype=np.float64) -> TokenStream:
-    """A :class:`TokenStream` of ``n`` samples keyed by two 63-bit words drawn from ``rng``.
+def token_stream(n: int, T: int, d: int, rng, tokens=None, *, xp=None, dtype=np.float64) -> TokenStream:
+    """A :class:`TokenStream` of ``n`` samples keyed by two 63-bit words drawn from ``rng``, read as
+    arrays of the module ``xp`` (default: numpy).
 
     ``rng`` is the Generator of the data set (:func:`aimlib._validate.generator`): the key is
     its next draw, so a seed gives the same tokens on every backend and every read.

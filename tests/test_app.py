@@ -247,19 +247,16 @@ def test_playground_app_is_live_and_offline(app, chromium_app):
         _wait_new_image(page, 0, old)
         assert se.locator(".aim-panel-error").count() == 0
 
-        # 3. T = 4 by keyboard: refused with a readable message, the last good plot stays
+        # 3. past T = 3 by keyboard: the slider stops at the channel's limit (no T = 4 to refuse)
         old = _img_src(se)
         t_slider.locator(".noUi-handle").focus()
         page.keyboard.press("ArrowRight")
-        _wait_message(page, 0, True)
-        text = se.locator(".aim-panel-error").inner_text()
-        assert "T <= 3" in text and "Traceback" not in text
-        assert _img_src(se) == old
+        page.wait_for_timeout(1500)
+        assert "3" in t_slider.locator(".widget-readout").inner_text()
+        assert se.locator(".aim-panel-error").count() == 0 and _img_src(se) == old
 
-        # 4. back to T = 2 by keyboard: the hardmax curve is drawn, the message goes away
+        # 4. back to T = 2 by keyboard: the hardmax curve at two tokens is drawn
         page.keyboard.press("ArrowLeft")
-        page.keyboard.press("ArrowLeft")
-        _wait_message(page, 0, False)
         _wait_new_image(page, 0, old)
         assert "2" in t_slider.locator(".widget-readout").inner_text()
 

@@ -9,6 +9,7 @@ redraw times of the state-evolution panel are measured by
 from __future__ import annotations
 
 import html
+import math
 import time
 
 import numpy as np
@@ -117,6 +118,43 @@ def test_se_panel_bad_text_gives_a_message(name, value, words):
     assert p.error == "" and p.message.value == ""
 
 
+def _count_redraws(panel) -> list:
+    """Record each redraw of ``panel`` (its controls call ``panel.redraw`` through the instance)."""
+    calls, redraw = [], panel.redraw
+
+    def counted():
+        calls.append((panel.controls["T"].value, panel.controls["T"].max))
+        return redraw()
+
+    panel.redraw = counted
+    return calls
+
+
+def test_the_T_slider_stops_at_the_channels_limit():
+    """The slider offers the T the channel computes: hardmax up to its registry limit (one source:
+    ``hardmax_polytope.MAX_T`` through ``registry.MAX_T``), never a T that only gives a message."""
+    from aimlib.channels import registry
+
+    limit = hardmax_polytope.MAX_T
+    assert aw.base.channel_t_max("hardmax") == registry.MAX_T["hardmax"][0] == limit
+    assert aw.base.channel_t_max("softmax") is None
+    p = aw.se_panel(T=5, alpha_range="0.01, 10")
+    T = p.controls["T"]
+    top = T.max
+    assert top > limit and T.value == 5
+    calls = _count_redraws(p)
+    p.controls["channel"].value = "hardmax"
+    assert (T.max, T.value) == (limit, limit) and p.error == ""
+    assert calls == [(limit, limit)]      # one redraw, at the lowered T
+    assert p.last_data["params"]["T"] == limit
+    p.controls["channel"].value = "softmax"
+    assert (T.max, T.value) == (top, limit) and p.error == ""
+    assert aw.se_panel(channel="hardmax", T=2).controls["T"].max == limit
+    assert aw.amp_panel(channel="hardmax").controls["T"].max == limit
+    phase = aw.phase_panel(channel="hardmax", contours=False)      # the hardmax diagram is T = 2
+    assert phase.controls["T"].max == 2 and phase.last_data["params"]["T"] == 2
+
+
 def test_se_panel_hardmax_three_tokens():
     p = aw.se_panel(T=3, alpha_range="0.01, 10")
     p.controls["channel"].value = "hardmax"
@@ -130,6 +168,8 @@ def test_se_panel_hardmax_three_tokens():
     pick = [0, ok.sum() // 2, ok.sum() - 1]
     direct = [se.solve(float(a), "hardmax", T=3, rho=rho).mmse for a in data["alpha"][pick]]
     np.testing.assert_allclose(data["mmse"][pick], direct, atol=1e-5)
+    # the slider stops at 3; a T set past it from code (or a stale state) gives the message
+    p.controls["T"].max = 6
     p.controls["T"].value = 4
     assert "T <= 3" in _readable(p)
 
@@ -296,16 +336,95 @@ def test_amp_panel_runs_on_click():
     p.controls["channel"].value = "hardmax"
     p.controls["T"].value = 3
     assert p.error == "", p.error
+    assert p.controls["T"].max == hardmax_polytope.MAX_T
+    p.controls["T"].max = 4      # past the slider's top only from code
     p.controls["T"].value = 4
     assert "T <= 3" in _readable(p)
     p.controls["run"].click()
     assert "T <= 3" in _readable(p) and p.runs == []
 
 
-def test_playground_collects_the_panels():
-    box = aw.playground()
+@pytest.fixture(scope="module")
+def box():
+    return aw.playground()
+
+
+def test_playground_collects_the_panels(box):
     assert set(box.panels) == {"se", "phase", "noise", "spectrum", "amp", "deep"}
     assert all(pn.error == "" and pn.last_png.startswith(PNG) for pn in box.panels.values())
+
+
+# --------------------------------------------------------------------------- sliders in a browser
+def _is_log(slider) -> bool:
+    import ipywidgets as W
+
+    return isinstance(slider, W.FloatLogSlider)
+
+
+def _shown_at(slider, k: int) -> float:
+    """The value a browser's slider takes at its stop ``k``: ipywidgets 8 draws it with noUiSlider over
+    ``range {min, max}`` and ``step``, whose stops are ``min + k step`` (the exponent, for a log slider)."""
+    x = slider.min + k * slider.step
+    return slider.base ** x if _is_log(slider) else x
+
+
+def _stop_of(slider) -> float:
+    """Where the start value sits among the stops (an integer when it is one of them)."""
+    x = math.log(slider.value) / math.log(slider.base) if _is_log(slider) else slider.value
+    return (x - slider.min) / slider.step
+
+
+def _readout(slider, x) -> str:
+    return format(x, slider.readout_format)
+
+
+def _sliders(box):
+    import ipywidgets as W
+
+    return {f"{name}.{c}": w for name, pn in box.panels.items() for c, w in pn.controls.items()
+            if isinstance(w, (W.FloatLogSlider, W.FloatSlider, W.IntSlider))}
+
+
+def test_one_step_right_and_one_left_return_to_the_start(box):
+    """Issue 41: the rho readout went 0.500 -> 0.564 -> 0.502 (the start was off the slider's stops, which
+    begin at min = log10(0.02): the first step snapped onto them).  Every slider of the panels starts on a stop."""
+    rho = box.panels["se"].controls["rho"]
+    k = round(_stop_of(rho))
+    assert [_readout(rho, _shown_at(rho, j)) for j in (k, k + 1, k)] == ["0.5", "0.561", "0.5"]
+    sliders = _sliders(box)
+    assert len(sliders) >= 10
+    for name, slider in sliders.items():
+        k = _stop_of(slider)
+        assert abs(k - round(k)) < 1e-9, f"{name}: start {slider.value} between stops ({k:.4f})"
+        k = round(k)
+        back = _shown_at(slider, k)
+        assert back == pytest.approx(slider.value, rel=1e-12, abs=0), name
+        assert _readout(slider, back) == _readout(slider, slider.value), name
+        if _is_log(slider) and slider.value * slider.base ** slider.step <= slider.base ** slider.max:
+            assert _shown_at(slider, k + 1) == pytest.approx(slider.value * slider.base ** slider.step, rel=1e-12)
+
+
+@pytest.mark.parametrize("value, lo, hi, step", [(0.5, 0.02, 5.0, 0.05), (0.5, 0.05, 2.0, 0.05),
+                                                 (1.0, 1e-3, 10.0, 0.05), (0.01, 3e-3, 1.0, 0.1),
+                                                 (0.1, 0.005, 10.0, 0.05)])
+def test_log_slider_stops_stay_inside_the_bounds(value, lo, hi, step):
+    """The stops run through the start value; the ends are the last stops inside ``[lo, hi]`` (never a
+    hair outside, 0.049999999999999996 for 0.05, which the panel's range check would refuse)."""
+    s = aw.base.log_slider(value, lo, hi, "x", step=step)
+    assert s.value == value
+    assert lo <= 10 ** s.min < lo * 10 ** (step + 1e-12) and hi / 10 ** (step + 1e-12) < 10 ** s.max <= hi
+    k = _stop_of(s)
+    assert abs(k - round(k)) < 1e-9
+    top = aw.base.log_slider(hi * 2, lo, hi, "x", step=step)       # a start past the end starts at it
+    assert top.value == hi and top.max == pytest.approx(math.log10(hi))
+
+
+@pytest.mark.parametrize("value, lo, hi, step", [(100, 50, 600, 50), (75, 50, 600, 50), (50, 20, 150, 10),
+                                                 (4, 2, 6, 1)])
+def test_int_slider_stops_run_through_the_start(value, lo, hi, step):
+    s = aw.base.int_slider(value, lo, hi, "d", step=step)
+    assert s.value == value and (value - s.min) % step == 0 and (s.max - value) % step == 0
+    assert lo <= s.min < lo + step and hi - step < s.max <= hi
 
 
 def test_panel_channels_come_from_the_registry():

@@ -61,3 +61,11 @@ def test_a_missing_combination_gives_a_message(panel):
     good = panel.last_png
     panel.controls["student"].value = "nowhere"
     assert "no stored runs" in panel.error and panel.last_png == good
+
+
+def test_stored_runs_default_to_this_repository():
+    """``root=None`` (not the build machine's path in the signature) reads this checkout's files."""
+    assert training.stored_runs.__wrapped__.__defaults__ == (None,)
+    here, explicit = training.stored_runs(), training.stored_runs(str(training.ROOT))
+    assert here["runs"].keys() == explicit["runs"].keys() and here["rho"] == explicit["rho"]
+    np.testing.assert_array_equal(here["teacher"], explicit["teacher"])

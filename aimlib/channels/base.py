@@ -44,8 +44,10 @@ from ..backend import get_array_module, to_common
 __all__ = ["Channel", "sigma2", "sample_indices", "sample_se_measure", "fisher_mc"]
 
 
-def sigma2(T: int, xp=np, dtype=np.float64):
-    """The covariance shape ``Sigma`` of one index matrix: ``2`` on the diagonal, ``1`` off it (``T x T``)."""
+def sigma2(T: int, xp=None, dtype=np.float64):
+    """The covariance shape ``Sigma`` of one index matrix: ``2`` on the diagonal, ``1`` off it (``T x T``),
+    an array of the module ``xp`` (default: numpy)."""
+    xp = np if xp is None else xp
     return xp.ones((T, T), dtype=dtype) + xp.eye(T, dtype=dtype)
 
 

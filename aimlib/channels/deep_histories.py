@@ -193,8 +193,10 @@ def _table_settings3() -> np.ndarray:
     return np.array([SOBOL3_LOG2, CHEB3_DEG, LAMBDA_MAX, SOBOL3_SEED], dtype=float)
 
 
-def write_tables3(path=TABLES3, residuals=STORED_RESIDUALS3) -> Path:
-    """Build the three-layer tables of ``residuals`` and store them (``aimlib/data/deep_hardmax3_tables.md``)."""
+def write_tables3(path=None, residuals=STORED_RESIDUALS3) -> Path:
+    """Build the three-layer tables of ``residuals`` and store them (``aimlib/data/deep_hardmax3_tables.md``)
+    at ``path`` (default: the shipped table, :data:`TABLES3`)."""
+    path = TABLES3 if path is None else path
     return save_tables(path, residuals, _table_settings3(), coef=np.stack([build_tables3(c) for c in residuals]))
 
 

@@ -304,9 +304,11 @@ def _table_settings() -> np.ndarray:
     return np.array([SOBOL_LOG2, CHEB_DEG, R_DEG, LAMBDA_MAX, SOBOL_SEED], dtype=float)
 
 
-def write_tables(path=TABLES, residuals=STORED_RESIDUALS) -> Path:
-    """Build the tables of ``residuals`` and store them (``scripts/make_deep_hardmax_tables.py``)."""
-    return save_tables(path, residuals, _table_settings(), coef=np.stack([build_centred(c) for c in residuals]),
+def write_tables(path=None, residuals=STORED_RESIDUALS) -> Path:
+    """Build the tables of ``residuals`` and store them at ``path`` (default: the shipped :data:`TABLES`;
+    ``scripts/make_deep_hardmax_tables.py``)."""
+    return save_tables(TABLES if path is None else path, residuals, _table_settings(),
+                       coef=np.stack([build_centred(c) for c in residuals]),
                        shared=np.stack([build_shared(c) for c in residuals]))
 
 

@@ -296,8 +296,10 @@ def _settings() -> np.ndarray:
     return np.array([TAU_MAX, _CHEB_DEG, _INNER, _OUTER_LOG2], dtype=float)
 
 
-def write_table(path=TABLES, Ts=(3,)) -> Path:
-    """Build the tables of ``Ts`` and store them with their node values (``scripts/make_hardmax_polytope_tables.py``)."""
+def write_table(path=None, Ts=(3,)) -> Path:
+    """Build the tables of ``Ts`` and store them with their node values at ``path`` (default: the shipped
+    :data:`TABLES`; ``scripts/make_hardmax_polytope_tables.py``)."""
+    path = TABLES if path is None else path
     tau = table_nodes()
     arrays = {}
     for T in Ts:

@@ -67,12 +67,12 @@ class Prior:
         """``Q0`` split over ``sectors`` (one number for a one-sector prior)."""
         return (self.second_moment(),)
 
-    def mean(self, d: int, xp=np, dtype=np.float64):
-        """``E[S]`` as a ``(d, d)`` array of the module ``xp``: the estimate before any data."""
+    def mean(self, d: int, xp=None, dtype=np.float64):
+        """``E[S]`` as a ``(d, d)`` array of the module ``xp`` (default: numpy): the estimate before any data."""
         raise NotImplementedError
 
-    def sample(self, d: int, seed=None, *, xp=np, dtype=np.float64):
-        """One draw of ``S`` (``(d, d)``, an array of ``xp``) from the int or Generator ``seed``."""
+    def sample(self, d: int, seed=None, *, xp=None, dtype=np.float64):
+        """One draw of ``S`` (``(d, d)``, an array of ``xp``, default: numpy) from the int or Generator ``seed``."""
         raise NotImplementedError
 
     def draw_numbers(self, d: int) -> int:

@@ -53,10 +53,12 @@ class Gaussian(Prior):
     def sector_moments(self) -> tuple:
         return (1.0,) if self.symmetric else (0.5, 0.5)
 
-    def mean(self, d: int, xp=np, dtype=np.float64):
+    def mean(self, d: int, xp=None, dtype=np.float64):
+        xp = np if xp is None else xp
         return xp.zeros((d, d), dtype=dtype)
 
-    def sample(self, d: int, seed=None, *, xp=np, dtype=np.float64):
+    def sample(self, d: int, seed=None, *, xp=None, dtype=np.float64):
+        xp = np if xp is None else xp
         if self.symmetric:
             return to_device(sample_goe(d, seed, dtype=dtype), xp)
         return to_device((v.generator(seed).standard_normal((d, d)) / math.sqrt(d)).astype(dtype), xp)

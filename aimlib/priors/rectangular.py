@@ -160,15 +160,17 @@ class FactorProduct(Prior):
     def sector_moments(self) -> tuple:
         return (0.5, 0.5)
 
-    def mean(self, d: int, xp=np, dtype=np.float64):
+    def mean(self, d: int, xp=None, dtype=np.float64):
+        xp = np if xp is None else xp
         return xp.zeros((d, d), dtype=dtype)
 
     def draw_numbers(self, d: int) -> int:
         """``2 d r``: the factors ``Q`` and ``K``."""
         return 2 * d * teacher_width(d, self.rho)
 
-    def sample(self, d: int, seed=None, *, xp=np, dtype=np.float64):
+    def sample(self, d: int, seed=None, *, xp=None, dtype=np.float64):
         """``Q K^T/sqrt(r d)``, ``r = round(rho d)``: ``Q`` then ``K`` drawn from ``seed``."""
+        xp = np if xp is None else xp
         rng = v.generator(seed)
         r = teacher_width(d, self.rho)
         Q = rng.standard_normal((d, r))

@@ -55,14 +55,16 @@ class Wishart(Prior):
     def mean_square(self) -> float:
         return self.rho
 
-    def mean(self, d: int, xp=np, dtype=np.float64):
+    def mean(self, d: int, xp=None, dtype=np.float64):
+        xp = np if xp is None else xp
         return math.sqrt(self.rho) * xp.eye(d, dtype=dtype)
 
     def draw_numbers(self, d: int) -> int:
         """``d r``: the factor ``W``."""
         return d * teacher_width(d, self.rho)
 
-    def sample(self, d: int, seed=None, *, xp=np, dtype=np.float64):
+    def sample(self, d: int, seed=None, *, xp=None, dtype=np.float64):
+        xp = np if xp is None else xp
         return sample_wishart(d, self.rho, seed, xp=xp, dtype=dtype)
 
     def _mmse(self, delta: float) -> float:
@@ -93,10 +95,12 @@ class Centred(Wishart):
     def mean_square(self) -> float:
         return 0.0
 
-    def mean(self, d: int, xp=np, dtype=np.float64):
+    def mean(self, d: int, xp=None, dtype=np.float64):
+        xp = np if xp is None else xp
         return xp.zeros((d, d), dtype=dtype)
 
-    def sample(self, d: int, seed=None, *, xp=np, dtype=np.float64):
+    def sample(self, d: int, seed=None, *, xp=None, dtype=np.float64):
+        xp = np if xp is None else xp
         S = super().sample(d, seed, xp=xp, dtype=dtype)
         return S - super().mean(d, xp, S.dtype)
 

@@ -341,13 +341,14 @@ def teacher_width(d: int, rho: float) -> int:
     return max(1, int(round(rho * d)))
 
 
-def sample_wishart(d, rho, seed=None, *, xp=np, dtype=np.float64):
+def sample_wishart(d, rho, seed=None, *, xp=None, dtype=np.float64):
     r"""The prior's matrix ``S = W W^T/sqrt(r d)``, ``W`` of shape ``(d, r)`` i.i.d. ``N(0, 1)``, ``r = round(rho d)``.
 
     ``W`` is drawn on the host from ``seed`` (the same draw on every backend), cast to
-    ``dtype`` and moved to the array module ``xp``, where the product is formed;
+    ``dtype`` and moved to the array module ``xp`` (default: numpy), where the product is formed;
     symmetrised so that ``S = S^T`` exactly.  :class:`aimlib.priors.Wishart` samples with it.
     """
+    xp = np if xp is None else xp
     r = teacher_width(d, rho)
     W = to_device(v.generator(seed).standard_normal((d, r)).astype(dtype), xp)
     S = W @ W.T / np.sqrt(r * d)

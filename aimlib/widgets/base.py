@@ -38,7 +38,7 @@ import numpy as np
 from .. import _validate as v, rmt, state_evolution as se
 from .._optional import optional_import
 from ..channels import DeepAttention, hardmax, hardmax_polytope, softmax_k, softmax_noisy as ns
-from ..channels.registry import t_limit
+from ..channels.registry import MAX_T, t_limit
 from ..plotting import MAX_WIDTH, book_style
 from ..errors import ConvergenceError
 from ..model import estimation_error
@@ -96,6 +96,12 @@ def parse_range(name: str, text: str, low: float, high: float) -> tuple[float, f
     if not lo < hi:
         raise BadInput(f"{name}: the lower end {lo:g} must be below the upper end {hi:g}")
     return lo, hi
+
+
+def channel_t_max(channel: str) -> int | None:
+    """The largest ``T`` of ``channel``'s Bayes side (:data:`aimlib.channels.registry.MAX_T`:
+    hardmax up to ``T = 3``), or ``None`` where the registry sets no limit."""
+    return MAX_T[channel][0] if channel in MAX_T else None
 
 
 def channel_and_tokens(controls: dict) -> tuple[str, int]:
@@ -272,7 +278,15 @@ class Panel(W.VBox):
     Subclasses implement ``_params() -> params`` (read the controls; a
     ``ValueError``/``TypeError`` there is a bad input, shown as it is),
     ``_compute(params) -> data`` and ``_plot(data) -> Figure``.
+
+    A panel with a ``channel`` and a ``T`` control keeps the ``T`` slider's top at the
+    channel's limit (:func:`channel_t_max`, or the panel's own ``T_LIMITS[channel]``; the
+    slider's own top for a channel without one), so that the slider offers only the ``T``
+    the panel computes.
     """
+
+    #: the largest ``T`` this panel draws for a channel, where it is below the channel's own limit
+    T_LIMITS: dict = {}
 
     def __init__(self, title: str, controls: dict, rows: list, *, note: str = ""):
         self.controls = controls
@@ -286,6 +300,8 @@ class Panel(W.VBox):
         head = [W.HTML(f"<b>{html.escape(title)}</b>" + (f" &mdash; {note}" if note else ""))]
         super().__init__(children=head + rows + [self.message, self.out])
         self.add_class("aim-panel")
+        self._adjusting = False
+        self._link_tokens()
         for c in controls.values():
             if not isinstance(c, W.Button):
                 c.observe(self._on_change, names="value")
@@ -302,7 +318,30 @@ class Panel(W.VBox):
 
     # machinery -------------------------------------------------------------------
     def _on_change(self, change=None):
-        self.redraw()
+        if not self._adjusting:
+            self.redraw()
+
+    def _link_tokens(self) -> None:
+        """Fit the ``T`` slider's top to the channel now and at every change of channel.
+
+        Observed before :meth:`_on_change` is, so the channel's redraw sees the fitted ``T``
+        (the slider lowers a ``T`` above the new top to it, without a redraw of its own).
+        """
+        channel, tokens = self.controls.get("channel"), self.controls.get("T")
+        if channel is None or not isinstance(tokens, W.IntSlider):
+            return
+        top = tokens.max
+
+        def fit(change=None):
+            limit = self.T_LIMITS.get(channel.value, channel_t_max(channel.value))
+            self._adjusting = True
+            try:
+                tokens.max = top if limit is None else max(tokens.min, min(top, limit))
+            finally:
+                self._adjusting = False
+
+        fit()
+        channel.observe(fit, names="value")
 
     def _read_params(self) -> dict:
         """``self._params()``, with any error in the control values raised as :class:`BadInput`."""
@@ -356,16 +395,39 @@ def dropdown(options, value, description):
                       layout=W.Layout(width="200px"), style=_LABEL)
 
 
+def _grid_through(value, lo, hi, step, to_grid=float, from_grid=float) -> tuple:
+    """``(min, max)`` of a slider whose stops ``to_grid(value) + k step`` show values in ``[lo, hi]``:
+    the first and last such stop (``from_grid`` maps a stop to the value it shows).
+
+    A browser's slider stops at ``min + k step``; with ``min`` on the grid through the start
+    value, one step right and one left come back to that value (with ``min`` off that grid,
+    the first step snaps onto the grid and the way back lands elsewhere: 0.500, 0.564, 0.502).
+    """
+    at = to_grid(value)
+    low = at - math.floor((at - to_grid(lo)) / step + 1e-9) * step
+    high = at + math.floor((to_grid(hi) - at) / step + 1e-9) * step
+    if from_grid(low) < lo and low < at:      # rounding may put an end a hair outside [lo, hi]
+        low += step
+    if from_grid(high) > hi and high > at:
+        high -= step
+    return low, high
+
+
 def log_slider(value, lo, hi, description, step=0.05, fmt=".3g"):
-    """A slider on ``[lo, hi]`` in ``log10`` steps of ``step``."""
-    return W.FloatLogSlider(value=value, base=10, min=math.log10(lo), max=math.log10(hi), step=step,
+    """A slider on ``[lo, hi]`` in ``log10`` steps of ``step``: its stops are ``value * 10^(k step)``
+    (so that stepping away and back returns to ``value``), its ends the last stops inside."""
+    value = min(max(value, lo), hi)
+    low, high = _grid_through(value, lo, hi, step, math.log10, lambda e: 10.0 ** e)
+    return W.FloatLogSlider(value=value, base=10, min=low, max=high, step=step,
                             description=description, readout_format=fmt, continuous_update=False,
                             style=_LABEL)
 
 
 def int_slider(value, lo, hi, description, step=1):
-    """An integer slider on ``[lo, hi]``."""
-    return W.IntSlider(value=value, min=lo, max=hi, step=step, description=description,
+    """An integer slider on ``[lo, hi]``, its stops ``value + k step``."""
+    value = min(max(value, lo), hi)
+    low, high = _grid_through(value, lo, hi, step, int, int)
+    return W.IntSlider(value=value, min=low, max=high, step=step, description=description,
                        continuous_update=False, style=_LABEL)
 
 

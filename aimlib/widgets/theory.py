@@ -57,7 +57,8 @@ def se_panel(channel: str = "softmax", rho: float = 0.5, T: int = 2, alpha_range
     """State-evolution error ``E_S(alpha)`` with controls for ``rho``, ``T``, the channel and the axes.
 
     Controls (``panel.controls``): ``channel`` (softmax/hardmax), ``rho``
-    (log slider), ``T`` (slider; the hardmax up to ``T = 3``, its curve ``NaN`` beyond the
+    (log slider), ``T`` (slider; for the hardmax it stops at the channel's limit,
+    :data:`aimlib.channels.hardmax_polytope.MAX_T` = 3, the curve ``NaN`` beyond the
     ``T = 3`` table's range), ``alpha_range`` (text ``"lo, hi"``),
     ``xscale``/``yscale`` (log/linear).  ``panel.last_data``: ``params``,
     ``alpha``, ``mmse`` (from :func:`aimlib.state_evolution.curve` at the
@@ -143,12 +144,14 @@ def noise_panel(rho: float = 0.5, beta: float = 1.0, noise: float = 0.01,
 
 # --------------------------------------------------------------------------- phase diagram
 class _PhasePanel(Panel):
+    T_LIMITS = {"hardmax": 2}  # the T = 3 table of F_out ends before the grid's alpha = 20 at small rho
+
     def _params(self):
         c = self.controls
         channel = v.choice("channel", c["channel"].value, CHANNELS)
         T = v.integer("T", c["T"].value, *T_BOUNDS)
         if channel == "hardmax":
-            T = 2  # the T = 3 table of F_out ends before the grid's alpha = 20 at small rho
+            T = 2  # T_LIMITS (a T set from code past the slider's top is drawn at T = 2 too)
         return {"channel": channel, "T": T, "contours": bool(c["contours"].value)}
 
     def _compute(self, p):
@@ -186,8 +189,8 @@ class _PhasePanel(Panel):
 def phase_panel(channel: str = "softmax", T: int = 2, contours: bool = True) -> Panel:
     """Phase diagram: ``E_S`` over ``(rho, alpha)`` with ``alpha_PR(rho)`` or the weak-recovery line.
 
-    Controls: ``channel``, ``T`` (softmax; the hardmax diagram is ``T = 2``: the ``T = 3``
-    table of ``F_out`` ends where ``q/V = 1000``, inside the grid at small ``rho``),
+    Controls: ``channel``, ``T`` (softmax; the hardmax diagram is ``T = 2``, where the slider
+    stops: the ``T = 3`` table of ``F_out`` ends where ``q/V = 1000``, inside the grid at small ``rho``),
     ``contours`` (checkbox).  ``panel.last_data``: ``rho``, ``alpha`` (grids),
     ``mmse`` (shape ``(len(rho), len(alpha))``), ``rho_line`` and either
     ``alpha_pr`` (softmax) or ``alpha_wr`` (hardmax).

@@ -27,12 +27,14 @@ DIRECT = "direct"
 
 
 @functools.lru_cache(maxsize=4)
-def stored_runs(root: str = str(ROOT)) -> dict:
+def stored_runs(root: str | None = None) -> dict:
     """The stored runs: ``{(student, width, lambda, alpha_bar): row}`` and the teacher's eigenvalues.
 
     A row holds ``mmse``, ``train_loss``, ``test_loss``, ``n_nonzero`` (from the
     sweeps) and ``eigenvalues`` (from the spectra file, ``None`` if absent there).
+    ``root`` is the repository holding the files (default: the one this package is in).
     """
+    root = ROOT if root is None else root
     eigs, teacher = {}, None
     with open(Path(root) / SPECTRA) as f:
         for r in csv.DictReader(line for line in f if not line.startswith("#")):
