@@ -251,8 +251,8 @@ def _amp_arguments(p):
     p.add_argument("--damping", type=RANGES["damping"], default=None, help="damping in [0, 1) (default: GAMP's)")
     p.add_argument("--tol", type=RANGES["tol"], default=None, help="stopping tolerance in (0, 1] (default: GAMP's)")
     p.add_argument("--stop", choices=list(STOPS), default=None, action=_Once,
-                   help="stopping rule (default: GAMP's 'estimate'); 'window': the distance to the fixed point "
-                        "estimated over a window, a cycle reported as oscillating (exit status 1)")
+                   help="stopping rule (default 'window': the distance to the fixed point estimated over a "
+                        "window, a cycle reported as oscillating, exit status 1; 'estimate': the step, the former default)")
     p.add_argument("--tokens-storage", choices=list(STORAGES), default="store", action=_Once,
                    help="store (default) or regenerate: hold no tokens, redraw each chunk of samples in every pass")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
@@ -277,7 +277,7 @@ def _amp_run(args) -> int:
     row = aimlib.amp.run_amp(ch, args.T, _rho(args, ch), args.alpha, args.d, args.seed, backend=args.backend,
                              dtype=args.dtype, tokens=tokens, teachers=args.teachers, max_iter=args.max_iter,
                              on_max_iter=args.on_max_iter, **given)
-    flagged = ["converged"] if args.on_max_iter != "raise" else []   # rows that may stop unconverged
+    flagged = ["converged", "reason"] if args.on_max_iter != "raise" else []   # rows that may stop unconverged
     print_row(["alpha", "d", "seed", "mmse", "iterations", "seconds"] + flagged,
                dict(row, converged=int(row["converged"])))
     return 0

@@ -20,13 +20,17 @@ The estimate is exact for a geometric approach.  For a power-law one, ``x_t - x*
 ``g/(1 + g)`` of the distance left (a half at ``g = 1``): such an approach is not the linear
 convergence to an attracting fixed point that the rule certifies.
 
-An iteration whose steps do not shrink over the window but that comes back near where it was
-``p`` steps ago, closer than a tenth of each of its last ``p`` steps, is on a cycle: :class:`Verdict` says ``'oscillating'`` with
-the period ``p`` and the amplitude (the largest distance between the iterates of the window),
-never ``'converged'`` - unless that amplitude is itself within the bound: then the iterates wander
-at a floor (the rounding of a numerical integral, say) closer to each other than the tolerance,
-which is converged as far as the bound can tell.  Steps at the rounding level ``atol`` are
-converged: nothing finer can be seen.
+An iteration whose steps do not shrink over ``p`` steps and that comes back near where it was
+``p`` steps ago, closer than a tenth of each of its last ``p`` steps, is on a cycle (periods up to
+``span``, which may exceed the window: GAMP-RIE at finite ``d`` has cycles of period 17):
+:class:`Verdict` says ``'oscillating'`` with the period ``p`` and the amplitude (the largest
+distance between the iterates of the window), never ``'converged'``; so is one that wanders without
+a period (``p = 0``): over ``span`` steps its steps have not shrunk and its distances back do not
+grow with the lag, as a drift's do (GAMP-RIE's iterates at finite ``d`` wander so, within a few per
+cent of ``sqrt(m)``, at a floor set by ``d``) - unless that amplitude is itself within the bound:
+then the iterates wander at a floor (the rounding of a numerical integral, say) closer to each
+other than the tolerance, which is converged as far as the bound can tell.  Steps at the rounding
+level ``atol`` are converged: nothing finer can be seen.
 """
 from __future__ import annotations
 
@@ -38,7 +42,8 @@ import numpy as np
 
 from . import _validate as v
 
-__all__ = ["STOPS", "Verdict", "StepRule", "WindowRule", "Iterated", "iterate_map", "CYCLE_RATIO", "CYCLE_RATE", "SETTLED"]
+__all__ = ["STOPS", "Verdict", "StepRule", "WindowRule", "Iterated", "iterate_map", "CYCLE_RATIO", "CYCLE_RATE",
+           "WANDER_GROWTH", "SETTLED"]
 
 #: the stopping rules of :func:`~aimlib.amp.gamp_rie` (:class:`~aimlib.amp.loop.StopRules`); ``'window'`` is
 #: :class:`WindowRule`
@@ -46,6 +51,9 @@ STOPS = ("estimate", "drift", "prediction", "window")
 #: a return within this fraction of each step of the period, the steps not shrinking over the window
 #: (mean rate at least ``CYCLE_RATE``), is a cycle
 CYCLE_RATIO, CYCLE_RATE = 0.1, 0.999
+#: iterates whose distances back to the older half of a span exceed those to its recent half by at most
+#: this factor, their steps not shrinking, wander in a ball (an aperiodic oscillation, period 0)
+WANDER_GROWTH = 1.25
 #: the one-step ratios of the window have settled on one mode when they spread by at most this
 #: fraction of ``1 - r`` (then ``r/(1 - r)`` is known to about that fraction)
 SETTLED = 0.5
@@ -65,7 +73,7 @@ class Verdict:
     rate : float
         The estimated contraction per step ``r`` (``nan`` before a whole window).
     period : int
-        The period ``p`` of a cycle (``'oscillating'``), else 0.
+        The period ``p`` of a cycle (``'oscillating'``; 0 for a wander without a period), else 0.
     amplitude : float
         The largest distance between two iterates of the window on a cycle, else 0.
     """
@@ -88,13 +96,13 @@ class StepRule:
 
     Parameters
     ----------
-    window : int
+    window, span : int
         Unused: the same signature as :class:`WindowRule`.
     atol : float
         The rounding level of the distance.
     """
 
-    def __init__(self, window: int = 10, atol: float = 0.0):
+    def __init__(self, window: int = 10, atol: float = 0.0, span: int | None = None):
         self.atol = v.nonnegative("atol", atol)
 
     def update(self, step: float, bound: float, back=None) -> Verdict:
@@ -114,18 +122,23 @@ class WindowRule:
         Steps ``w >= 2`` over which the contraction is estimated; also the longest period seen.
     atol : float
         The rounding level of the distance: a step at or below it is converged.
+    span : int, optional
+        The longest period looked for (default ``window``; at least ``window``): a cycle longer than
+        the window has steps that shrink over part of it, so it needs the steps and the distances
+        ``back`` of a whole period.
     """
 
-    def __init__(self, window: int = 10, atol: float = 0.0):
+    def __init__(self, window: int = 10, atol: float = 0.0, span: int | None = None):
         self.window = v.integer("window", window, minimum=2)
         self.atol = v.nonnegative("atol", atol)
-        self._steps = deque(maxlen=self.window + 1)
+        self.span = self.window if span is None else v.integer("span", span, minimum=self.window)
+        self._steps = deque(maxlen=self.span + 1)
         self._within = 0        # consecutive steps whose estimated distance met the bound
 
     def update(self, step: float, bound: float, back=None) -> Verdict:
         """Take the step ``s_t = ||x_t - x_{t-1}||`` and the bound the distance to the fixed point must meet.
 
-        ``back``, if given, holds ``||x_t - x_{t-k}||`` for ``k = 1, 2, ...`` (at most ``window``):
+        ``back``, if given, holds ``||x_t - x_{t-k}||`` for ``k = 1, 2, ...`` (at most ``span``):
         the distances to the earlier iterates, from which a cycle is recognised.
         """
         step = float(step)
@@ -134,23 +147,47 @@ class WindowRule:
         self._steps.append(step)
         if step <= self.atol:
             return Verdict("converged", step, math.nan)
-        if len(self._steps) <= self.window:
+        if len(self._steps) <= self.window:      # the steps of the window are the last window + 1
             return Verdict("running", math.inf, math.nan)
         rate = self._rate()
-        if rate >= 1.0:
-            self._within = 0
-            cycle = self._cycle(back, rate)
-            if cycle is not None and cycle.amplitude <= bound + self.atol:    # a floor, not an oscillation
-                return Verdict("converged", cycle.amplitude, rate, cycle.period, cycle.amplitude)
-            return cycle or Verdict("running", math.inf, rate)
-        distance = step * rate / (1.0 - rate)
-        settled = self._spread() <= SETTLED * (1.0 - rate)
-        self._within = self._within + 1 if settled and distance <= bound + self.atol else 0
-        return Verdict("converged" if self._within >= self.window else "running", distance, rate)
+        settled = rate < 1.0 and self._spread() <= SETTLED * (1.0 - rate)
+        # steps that sometimes grow (rate >= 1) while their envelope shrinks: a spiral, jitter; steps that
+        # shrink at a rate still changing (a fast mode handing over to a slow one): wait
+        distance = step * rate / (1.0 - rate) if settled else self._distance_envelope() if rate >= 1.0 else math.inf
+        if math.isfinite(distance):
+            self._within = self._within + 1 if distance <= bound + self.atol else 0
+            return Verdict("converged" if self._within >= self.window else "running", distance, rate)
+        self._within = 0
+        if rate < 1.0:                                  # not settled on one mode yet
+            return Verdict("running", step * rate / (1.0 - rate), rate)
+        cycle = self._cycle(back, rate)
+        if cycle is not None and cycle.amplitude <= bound + self.atol:    # a floor, not an oscillation
+            return Verdict("converged", cycle.amplitude, rate, cycle.period, cycle.amplitude)
+        return cycle or Verdict("running", math.inf, rate)
+
+    def _distance_envelope(self) -> float:
+        r"""The distance left from the envelope of the steps, for steps too jittery for their one-step ratios.
+
+        The ``span`` is cut into four blocks of ``q = span/4`` steps with largest steps ``M_1, ..., M_4``
+        (``M_4`` the latest); ``r = max_j (M_{j+1}/M_j)^{1/q}``, the slowest contraction seen, and the distance
+        ``M_4 r/(1 - r)`` (``inf`` when ``r >= 1`` or before a whole span).  Both are upper estimates of a
+        geometric approach's (``M_4 >= s_t``), so the rule stays on the safe side; it is what certifies an
+        iteration whose slow mode spirals in (GAMP-RIE at ``d = 60``: steps that change by a factor 2 from one
+        iteration to the next while their envelope contracts by 0.98 per iteration).
+        """
+        q = self.span // 4
+        s = list(self._steps)[1:]
+        if q < 2 or len(s) < 4 * q:
+            return math.inf
+        peaks = [max(s[-(4 - j) * q:len(s) - (3 - j) * q]) for j in range(4)]
+        if min(peaks) <= 0.0:
+            return math.inf
+        rate = max((b / a) ** (1.0 / q) for a, b in zip(peaks[:-1], peaks[1:]))
+        return peaks[-1] * rate / (1.0 - rate) if rate < 1.0 else math.inf
 
     def _rate(self) -> float:
         """``max(max_k s_k/s_{k-1}, (s_t/s_{t-w})^{1/w})`` over the window (``inf`` after a zero step)."""
-        s = list(self._steps)
+        s = self._window_steps()
         if min(s[:-1]) <= 0.0:
             return math.inf
         one_step = max(b / a for a, b in zip(s[:-1], s[1:]))
@@ -158,22 +195,41 @@ class WindowRule:
 
     def _spread(self) -> float:
         """``max_k s_k/s_{k-1} - min_k s_k/s_{k-1}`` over the window."""
-        s = list(self._steps)
+        s = self._window_steps()
         ratios = [b / a for a, b in zip(s[:-1], s[1:])]
         return max(ratios) - min(ratios)
 
+    def _window_steps(self) -> list:
+        """The last ``window + 1`` steps."""
+        return list(self._steps)[-(self.window + 1):]
+
     def _cycle(self, back, rate: float):
-        """An ``'oscillating'`` verdict if the steps have not shrunk over the window (mean rate at least
-        ``CYCLE_RATE``) and some ``||x_t - x_{t-p}||`` (``p >= 2``) is below ``CYCLE_RATIO`` times each of the
-        last ``p`` steps; else None."""
+        """An ``'oscillating'`` verdict if, for some period ``p >= 2`` (at most ``span``), the steps have not
+        shrunk over the last period (``(s_t/s_{t-p})^{1/p} >= CYCLE_RATE``) and ``||x_t - x_{t-p}||`` is below
+        ``CYCLE_RATIO`` times each of the last ``p`` steps; else None (the shortest such period)."""
         s = list(self._steps)
-        if back is None or len(back) < 2 or min(s) <= 0.0 or (s[-1] / s[0]) ** (1.0 / self.window) < CYCLE_RATE:
+        if back is None or min(s) <= 0.0:
             return None
-        back = [float(b) for b in back[:self.window]]
-        for period in range(2, len(back) + 1):
+        back = [float(b) for b in back[:self.span]]
+        for period in range(2, min(len(back), len(s) - 1) + 1):
+            if (s[-1] / s[-1 - period]) ** (1.0 / period) < CYCLE_RATE:
+                continue
             if back[period - 1] <= CYCLE_RATIO * min(s[-period:]):
                 return Verdict("oscillating", math.inf, rate, period, max(back[:period]))
-        return None
+        return self._wander(s, back, rate)
+
+    def _wander(self, s, back, rate: float):
+        """An ``'oscillating'`` verdict of period 0 (no period) if, over the whole ``span``, the steps have not
+        shrunk (the median of the later half at least ``CYCLE_RATE^(span/2)`` times the earlier half's) and the
+        iterates stay within a ball: the distances back to the older half of the span exceed those to the
+        recent half by at most ``WANDER_GROWTH`` (a drift moves them apart in proportion to the lag)."""
+        half = self.span // 2
+        if self.span < 4 or len(back) < self.span or len(s) <= self.span:
+            return None
+        early, late = np.median(s[1:half + 1]), np.median(s[half + 1:])
+        if late < early * CYCLE_RATE ** half or max(back[half:self.span]) > WANDER_GROWTH * max(back[:half]):
+            return None
+        return Verdict("oscillating", math.inf, rate, 0, max(back[:self.span]))
 
 
 #: the rules of :func:`iterate_map`, by name
@@ -202,19 +258,19 @@ class Iterated:
 
 
 def iterate_map(F, x0, bound: float, *, rule: str = "step", damping: float = 0.0, max_iter: int = 10_000,
-                window: int = 10, callback=None) -> Iterated:
+                window: int = 10, span: int | None = None, callback=None) -> Iterated:
     r"""Iterate ``x <- (1 - damping) F(x) + damping x`` until the stopping rule ends it, or ``max_iter``.
 
     The distance is the largest change of a component, ``||x_t - x_{t-k}||_inf``; ``rule`` is
     ``'step'`` (:class:`StepRule`) or ``'window'`` (:class:`WindowRule`, which also recognises
-    cycles from the distances to the last ``window`` iterates).  ``callback(t, x)`` is called after
+    cycles from the distances to the last ``span`` iterates, default ``window``).  ``callback(t, x)`` is called after
     every iteration.  An iterate that is not finite ends the run as ``'diverged'``.
     """
     damping = v.in_range("damping", damping, 0.0, 0.999)
     max_iter = v.integer("max_iter", max_iter, minimum=1)
-    judge = MAP_RULES[v.choice("rule", rule, set(MAP_RULES))](window)
+    judge = MAP_RULES[v.choice("rule", rule, set(MAP_RULES))](window, span=span)
     x = np.asarray(x0, dtype=float)
-    trace, past = [x], deque(maxlen=window)
+    trace, past = [x], deque(maxlen=window if span is None else span)
     verdict = Verdict("running", math.inf, math.nan)
     for t in range(1, max_iter + 1):
         x_new = (1 - damping) * np.asarray(F(x), dtype=float) + damping * x

@@ -29,9 +29,9 @@ from _common import set_blas_threads, write_record
 
 CASES = {
     "a": dict(channel="softmax", T=3, d=150, alpha=0.05, rho=0.5, seed=0,
-              options=dict(max_iter=300)),
+              options=dict(max_iter=300, on_max_iter="return")),
     "b": dict(channel="softmax", T=2, d=500, alpha=0.1, rho=0.5, seed=0,
-              options=dict(max_iter=300)),
+              options=dict(max_iter=300, on_max_iter="return")),
 }
 
 

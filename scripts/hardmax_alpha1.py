@@ -10,15 +10,16 @@ Writes ``book/data/hardmax_alpha1.csv``, one row per measurement, the column
   ``(omega, h, y)`` of the channel (``value``, ``stderr``) against the quadrature
   (``reference``).
 * ``trace``: GAMP-RIE with the library's defaults (damping 0.5) at ``d = 200``,
-  seed 0, run past its default stop (``tol = 1e-4``, which it meets at iteration 29)
+  seed 0, run past the former default stop (``stop='estimate'``, ``tol = 1e-4``, which it meets at
+  iteration 29)
   to 150 iterations: per iteration the measured error, the prediction ``m``,
   ``Delta``, the noise ratio ``||R - S||^2/(d Delta)``, the library's ``change``
   and the state evolution iterated with the same damping from the same start (``se_m``).
 * ``damping``: ``d = 100``, seed 0, damping 0, 0.2, 0.5, 0.8, run to a fixed point.
 * ``converged``: damping 0.2 run to a fixed point (``iterations`` fixed, the last
   change printed in ``change``) at ``d = 100``, 200 and 300 (seeds 0-3) and 400
-  (seed 0, fewer iterations), with the error where the default
-  stopping rule would have stopped (``error_at_default_stop``, ``default_stop_iter``),
+  (seed 0, fewer iterations), with the error where the former default
+  stopping rule (``stop='estimate'``) would have stopped (``error_at_default_stop``, ``default_stop_iter``),
   an Aitken extrapolation of the last iterates (``error_limit``), and at the
   last iteration the variance of ``h - omega`` over ``m Sigma`` (``var_ratio_off``,
   ``var_ratio_diag``) and GAMP's empirical ``F`` over ``F_out(Q0 - m)`` (``F_ratio``).
@@ -26,8 +27,9 @@ Writes ``book/data/hardmax_alpha1.csv``, one row per measurement, the column
   Gaussian noise of error ``init_error`` (and ``m = init_error``).
 
 Every GAMP run here is :func:`aimlib.amp.gamp_rie` itself (``damp='both'``), run for a fixed
-number of iterations; the diagnostics at the last iteration's input come from its ``callback``
-(:class:`aimlib.amp.loop.IterationState`), the rest from its trace.  Data of seed ``s`` are
+number of iterations (``stop='prediction'`` at ``tol = 1e-300`` never stops); the diagnostics at the
+last iteration's input come from its ``callback`` (:class:`aimlib.amp.loop.IterationState`), the rest
+from its trace.  Data of seed ``s`` are
 those of ``run_amp(..., seed=s)`` (and of ``sweeps/hardmax_amp_departure.csv``).
 About 41 minutes on one core (``d = 300`` 19 of them, ``d = 400`` 8, ``d = 200`` 10);
 ``--part`` runs a part and ``--seeds`` some seeds of the parts "converged" (rows of
@@ -56,7 +58,7 @@ from _rows import data_parser, write_rows
 COMMAND = "python scripts/hardmax_alpha1.py"
 ALPHA, RHO, T = 1.0, 0.5, 2
 Q0 = 1.0 + RHO
-#: the library's default stopping rule: ||S_t - S_{t-k}||_F^2 / d <= TOL m_t for some k <= LOOKBACK
+#: the former default stopping rule (``stop='estimate'``): ||S_t - S_{t-k}||_F^2 / d <= TOL m_t for some k <= LOOKBACK
 TOL, LOOKBACK = 1e-4, 10
 #: d -> (seeds, iterations) of the part "converged" (damping 0.2)
 CONVERGED = {100: (range(4), 300), 200: (range(4), 120), 300: (range(4), 120), 400: (range(1), 80)}
@@ -101,11 +103,11 @@ def se_rows():
 
 
 def trace_rows(d=200, seed=0, iters=150, damping=0.5):
-    """The library's GAMP-RIE, default damping, past its default stop; the SE iterated with the same damping."""
+    """The library's GAMP-RIE, default damping, past the former default stop; the SE iterated with the same damping."""
     ch, D = _dataset(d, seed)
     t0 = time.perf_counter()
-    res = gamp_rie(D.X, D.y, ch, D.priors, S=D.S, damping=damping, max_iter=iters, tol=1e-12, trace=True,
-                   on_max_iter="return")
+    res = gamp_rie(D.X, D.y, ch, D.priors, S=D.S, damping=damping, max_iter=iters, stop="prediction",
+                   tol=1e-300, trace=True, on_max_iter="return")
     sec = time.perf_counter() - t0
     prior, V = Wishart(RHO), 1.0
     tr = res.trace
@@ -147,7 +149,7 @@ def gamp(d, seed, iters, damping=0.2, init_error=None, init_seed=99):
 
     t0 = time.perf_counter()
     res = gamp_rie(D.X, D.y, ch, D.priors, S=D.S, init=init, init_m=init_error, damping=damping, max_iter=iters,
-                   tol=1e-300, trace=True, on_max_iter="return", callback=last_input)
+                   stop="prediction", tol=1e-300, trace=True, on_max_iter="return", callback=last_input)
     tr = res.trace
     stop_at = next(((t + 1, e) for t, (e, c) in enumerate(zip(tr["error"], tr["change"])) if t >= 2 and c <= TOL),
                    None)

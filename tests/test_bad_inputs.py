@@ -37,8 +37,12 @@ def _one_line_error(err, *words):
 # count, a GPU) decides which guard trips first at d = 100: either is a clean failure.
 @pytest.mark.parametrize("argv, words", [
     (["amp", "--alpha", "0.005", "--d", "50", "--seed", "0"], ["inconsistent state", "measured error"]),
-    (["amp", "--alpha", "0.01", "--d", "100", "--seed", "0"], [("inconsistent state", "did not converge")]),
+    (["amp", "--alpha", "0.01", "--d", "100", "--seed", "0"], [("inconsistent state", "did not converge",
+                                                                "no tolerance accepts")]),
     (["amp", "--alpha", "0.1", "--d", "20", "--max-iter", "2"], ["did not converge", "max_iter=2"]),
+    # softmax, T = 2, alpha = 0.1, d = 40, seed 0: iterates that wander 0.25 sqrt(m) apart
+    (["amp", "--alpha", "0.1", "--d", "40", "--seed", "0"], ["oscillating", "wanders without a period",
+                                                              "sqrt(m) apart", "larger d", "tol >= 0.0"]),
 ])
 def test_solver_failures_exit_1(capsys, argv, words):
     status, out, err = run(capsys, argv)
@@ -50,8 +54,8 @@ def test_an_unconverged_row_only_on_request(capsys):
     status, out, _ = run(capsys, ["amp", "--alpha", "0.1", "--d", "20", "--max-iter", "2",
                                   "--on-max-iter", "return"])
     header, row = out.splitlines()
-    assert status == 0 and header == "alpha,d,seed,mmse,iterations,seconds,converged"
-    assert row.split(",")[-1] == "0"   # the row says it did not converge
+    assert status == 0 and header == "alpha,d,seed,mmse,iterations,seconds,converged,reason"
+    assert row.split(",")[-2:] == ["0", "max_iter"]   # the row says it did not converge, and why
 
 
 @pytest.mark.parametrize("argv, words", [
@@ -273,7 +277,8 @@ def test_the_advised_damping_and_tol_are_options(capsys, monkeypatch):
 
     seen, gamp_rie = [], amp_run.gamp_rie
     monkeypatch.setattr(amp_run, "gamp_rie", lambda *a, **k: seen.append(k) or gamp_rie(*a, **k))
-    assert run(capsys, ["amp", "--alpha", "0.1", "--d", "20", "--damping", "0.7", "--tol", "1e-3"])[0] == 0
-    assert run(capsys, ["amp", "--alpha", "0.1", "--d", "20"])[0] == 0
+    ended = ["--on-max-iter", "return"]    # at d = 20 the iterates oscillate: the row, flagged
+    assert run(capsys, ["amp", "--alpha", "0.1", "--d", "20", "--damping", "0.7", "--tol", "1e-3", *ended])[0] == 0
+    assert run(capsys, ["amp", "--alpha", "0.1", "--d", "20", *ended])[0] == 0
     assert (seen[0]["damping"], seen[0]["tol"]) == (0.7, 1e-3)
     assert "damping" not in seen[1] and "tol" not in seen[1]

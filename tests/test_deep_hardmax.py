@@ -235,9 +235,11 @@ def test_state_evolution_layer_two_is_learned_first_and_the_cli_prints_both_laye
 def test_gamp_rie_with_two_denoisers_lands_on_the_two_layer_state_evolution():
     """Centred teachers, d = 80, alpha = 1: each layer within 0.06 of the SE (the one-layer tolerance at this d)."""
     ch = DeepAttention(c=0.5)
-    run = amp.run_amp(ch, 2, (0.5, 0.5), 1.0, 80, seed=0, teachers="centred")
+    # at d = 80 the iterates need not settle on a point: a run that ends on a cycle or a wander (the default
+    # rule says 'oscillating') lands there all the same; one at the cap would not
+    run = amp.run_amp(ch, 2, (0.5, 0.5), 1.0, 80, seed=0, teachers="centred", on_max_iter="return")
     expected = se.fixed_point(1.0, ch, T=2, rho=CENTRED, tol=1e-10).mmse
-    assert run["converged"] and run["mmse"] == pytest.approx(expected, abs=0.06)
+    assert run["reason"] in ("tol", "oscillating") and run["mmse"] == pytest.approx(expected, abs=0.06)
 
 
 def test_gamp_rie_on_wishart_teachers_lands_on_its_separable_state_evolution():
@@ -245,9 +247,9 @@ def test_gamp_rie_on_wishart_teachers_lands_on_its_separable_state_evolution():
     its separable state evolution (the centred test's tolerance; here 0.005 and 0.007), and both
     its layers' errors are above the oracle's lower bounds."""
     ch = DeepAttention(c=0.5)
-    run = amp.run_amp(ch, 2, (0.5, 0.5), 1.0, 80, seed=0)
+    run = amp.run_amp(ch, 2, (0.5, 0.5), 1.0, 80, seed=0, on_max_iter="return")
     expected = se.fixed_point(1.0, ch, T=2, rho=(0.5, 0.5), tol=1e-10).mmse
-    assert run["converged"] and run["mmse"] == pytest.approx(expected, abs=0.06)
+    assert run["reason"] in ("tol", "oscillating") and run["mmse"] == pytest.approx(expected, abs=0.06)
     for ell in (1, 2):
         assert run["mmse"][ell - 1] > se.oracle_fixed_point(1.0, ch, ell, T=2, rho=(0.5, 0.5)).mmse
 

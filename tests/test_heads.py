@@ -219,9 +219,10 @@ def test_gamp_rie_on_concatenated_heads_separates_into_one_head_runs():
         np.testing.assert_allclose(joint.S_hat[i], alone.S_hat, atol=1e-10)
     # and run to convergence at d = 100 it lands on the one-head state evolution (one-layer tolerance:
     # TOL_SE = 0.06 of tests/test_amp.py, the finite-size allowance at d = 100)
-    res = amp.run_amp(ConcatenatedSoftmax(2), 2, rhos, 0.1, 100, seed=0)
+    # (ended by the default rule, or on a cycle or a wander: 'oscillating', not at the cap)
+    res = amp.run_amp(ConcatenatedSoftmax(2), 2, rhos, 0.1, 100, seed=0, on_max_iter="return")
     expected = [se.solve(0.1, Softmax(), T=2, rho=r).mmse for r in rhos]
-    assert res["converged"] and res["mmse"] == pytest.approx(expected, abs=0.06)
+    assert res["reason"] in ("tol", "oscillating") and res["mmse"] == pytest.approx(expected, abs=0.06)
 
 
 def test_a_collapsing_head_is_refused_by_the_final_check_not_as_a_singular_moment_matrix():

@@ -11,13 +11,13 @@ import pytest
 from aimlib.iteration import WindowRule
 
 
-def _run(xs, bound, window=10, atol=0.0, limit=0.0):
+def _run(xs, bound, window=10, atol=0.0, limit=0.0, span=None):
     """Feed the iterates ``xs`` (arrays) to a WindowRule; return ``(t, verdict, |x_t - limit|)`` at its stop."""
-    rule, past = WindowRule(window, atol), []
+    rule, past = WindowRule(window, atol, span), []
     for t, x in enumerate(xs):
         x = np.atleast_1d(np.asarray(x, dtype=float))
         if past:
-            back = [float(np.linalg.norm(x - p)) for p in reversed(past[-window:])]
+            back = [float(np.linalg.norm(x - p)) for p in reversed(past[-rule.span:])]
             verdict = rule.update(back[0], bound, back)
             if verdict.state != "running":
                 return t, verdict, float(np.linalg.norm(x - limit))
@@ -99,6 +99,47 @@ def test_a_cycle_smaller_than_the_bound_is_a_floor_not_an_oscillation():
     corners = np.array([[0.0], [1e-9]])
     t, verdict, _ = _run(_sequence(lambda t: 1.0 + corners[t % 2]), 1e-6)
     assert verdict.converged and verdict.period == 2 and verdict.amplitude == pytest.approx(1e-9)
+
+
+def test_a_spiral_with_jittery_steps_converges_within_the_bound():
+    """Two modes that rotate at different angles and contract at the same rate 0.98: the steps jump up and down
+    from one iteration to the next (their one-step ratios exceed 1), their envelope contracts; the envelope
+    of a span of 40 certifies the stop within the bound, a span of 10 never does."""
+    def x(t):
+        return 0.98 ** t * np.array([np.cos(2.0 * t) + 0.8 * np.cos(0.3 * t), np.sin(2.0 * t) - 0.8 * np.sin(0.3 * t)])
+    steps = [np.linalg.norm(x(t) - x(t - 1)) for t in range(1, 60)]
+    assert max(b / a for a, b in zip(steps[:-1], steps[1:])) > 1.2
+    t, verdict, left = _run(_sequence(x, 3000), 1e-4, span=40)
+    assert verdict.converged and left <= 1e-4 and t < 800      # (the bound first met near t = 480)
+    assert _run(_sequence(x, 3000), 1e-4)[1].state != "converged"
+
+
+def test_a_cycle_longer_than_the_window_is_found_within_the_span():
+    """Period 17 (GAMP-RIE's at softmax, T = 2, alpha = 0.1, d = 80): a span of 10 sees iterates that wander
+    without a period; a span of 40 reports the period within two periods of its start."""
+    corners = np.random.default_rng(17).standard_normal((17, 5))
+    seq = lambda: _sequence(lambda t: corners[t % 17])  # noqa: E731
+    short = _run(seq(), 1e-6)[1]
+    assert short.state == "oscillating" and short.period == 0
+    t, verdict, _ = _run(seq(), 1e-6, span=40)
+    assert verdict.state == "oscillating" and verdict.period == 17 and t <= 2 * 17 + 11
+
+
+@pytest.mark.parametrize("amplitude, state", [(1e-2, "oscillating"), (1e-8, "converged")])
+def test_a_wander_without_a_period_is_an_oscillation_or_a_floor(amplitude, state):
+    """Iterates drawn at random in a ball around 1 (no period, steps that do not shrink): an oscillation of
+    period 0 with the ball's size as amplitude; a floor (converged) when the ball is within the bound."""
+    rng = np.random.default_rng(0)
+    t, verdict, left = _run(_sequence(lambda t: 1.0 + amplitude * rng.uniform(-1, 1, 3)), 1e-6, span=40, limit=1.0)
+    assert verdict.state == state and verdict.period == 0 and t <= 60
+    assert amplitude <= verdict.amplitude <= 2 * math.sqrt(3) * amplitude
+
+
+@pytest.mark.parametrize("r", [0.99, 0.999])
+def test_a_slow_drift_is_no_wander(r):
+    """A slow geometric approach over a long span: its distances back grow with the lag; it converges."""
+    t, verdict, left = _run(_sequence(lambda t: np.array([r ** t, 2 * r ** t])), 1e-6, span=40)
+    assert verdict.converged and left <= 1e-6
 
 
 # --- the map engine: iterate_map, and the state evolution on it --------------------------------

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import math
 import os
 import re
@@ -713,6 +714,38 @@ def test_load_results_gives_the_rows_in_spec_order():
     assert rows == sweep.read_results(spec.with_suffix(".csv"), keys=keys) and len(rows) == 40
     with pytest.raises(TypeError, match="out must be given"):
         sweep.load_results({"method": "se", "T": 2, "rho": 0.5, "alpha": [0.1]})
+
+
+def test_files_of_earlier_headers_are_read_and_rewritten_with_reason(tmp_path):
+    """A file without the column ``reason`` (as every committed file written before it, such as
+    sweeps/amp_finite_size.csv) is read with that field empty; a sweep that writes to it rewrites it with the current header, its rows kept, and new amp rows
+    say why they ended."""
+    from aimlib.sweep.store import COLUMNS, OLD_COLUMNS
+    committed = ROOT / "sweeps" / "amp_finite_size.csv"
+    assert committed.read_text().splitlines()[0] in [",".join(cols) for cols in OLD_COLUMNS]
+    out = tmp_path / "legacy.csv"
+    spec = dict(SMALL, method="amp", alpha_bar=[0.45], T=2, options={"amp": {"max_iter": 60}})
+    first = run_sweep(spec, out, workers=1, progress=False)
+    lines = out.read_text().splitlines()
+    legacy = [",".join(OLD_COLUMNS[0])] + [_drop_reason(line) for line in lines[1:]]
+    out.write_text("\n".join(legacy) + "\n")
+    old_rows = sweep.read_results(out)
+    assert [r["reason"] for r in old_rows] == [None] * len(old_rows) and len(old_rows) == first.n_runs
+    run_sweep(dict(spec, seeds=[0, 1]), out, workers=1, progress=False)
+    rows = sweep.read_results(out)
+    assert out.read_text().splitlines()[0] == ",".join(COLUMNS)
+    assert [r["mmse"] for r in rows[:len(old_rows)]] == [r["mmse"] for r in old_rows]
+    assert all(r["reason"] in ("tol", "oscillating", "max_iter", "perfect") for r in rows[len(old_rows):])
+
+
+def _drop_reason(line: str) -> str:
+    import csv
+    from aimlib.sweep.store import COLUMNS
+    fields = next(csv.reader([line]))
+    del fields[COLUMNS.index("reason")]
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="").writerow(fields)
+    return buf.getvalue()
 
 
 # -- two-layer attention (deep-hardmax): c, one width per layer, one error per layer ------------

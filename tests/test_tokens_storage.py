@@ -71,8 +71,8 @@ def _same_run(a, b, tol):
 def test_gamp_on_regenerated_tokens_equals_gamp_on_the_same_tokens_stored(backend, chunk):
     """Same chunks: the same operations, the same numbers; other chunks: sums in another order (round-off)."""
     ch, data = _regenerated(backend)
-    regen = gamp_rie(data.X, data.y, ch, 0.5, S=data.S, chunk_size=chunk)
-    store = gamp_rie(data.X.materialise(), data.y, ch, 0.5, S=data.S, chunk_size=chunk)
+    regen = gamp_rie(data.X, data.y, ch, 0.5, S=data.S, chunk_size=chunk, on_max_iter="return")
+    store = gamp_rie(data.X.materialise(), data.y, ch, 0.5, S=data.S, chunk_size=chunk, on_max_iter="return")
     _same_run(regen, store, 0.0 if chunk == TOKEN_CHUNK else 1e-10)
     assert regen.options["chunk_size"] % TOKEN_CHUNK == 0 or regen.options["chunk_size"] == data.n
 
@@ -80,8 +80,8 @@ def test_gamp_on_regenerated_tokens_equals_gamp_on_the_same_tokens_stored(backen
 def test_regenerated_equals_stored_on_the_strict_cupy_stand_in(strict_cupy):
     ch, data = _regenerated("cupy")
     assert isinstance(data.X[0:2], strict_cupy.ndarray)
-    regen = gamp_rie(data.X, data.y, ch, 0.5, S=data.S, chunk_size=TOKEN_CHUNK)
-    store = gamp_rie(data.X.materialise(), data.y, ch, 0.5, S=data.S, chunk_size=TOKEN_CHUNK)
+    regen = gamp_rie(data.X, data.y, ch, 0.5, S=data.S, chunk_size=TOKEN_CHUNK, on_max_iter="return")
+    store = gamp_rie(data.X.materialise(), data.y, ch, 0.5, S=data.S, chunk_size=TOKEN_CHUNK, on_max_iter="return")
     _same_run(regen, store, 0.0)
     _, host = _regenerated("numpy")                  # the same draws on the host
     assert np.array_equal(to_host(data.X.materialise()), host.X.materialise())
@@ -97,9 +97,9 @@ def test_the_memory_check_counts_one_chunk_of_regenerated_tokens():
 
 
 def test_run_amp_and_sweeps_regenerate():
-    row = run_amp("softmax", 2, 0.5, 0.12, 40, 3, tokens=REGENERATE, max_iter=400)
+    row = run_amp("softmax", 2, 0.5, 0.12, 40, 3, tokens=REGENERATE, max_iter=400, on_max_iter="return")
     ch, data = _regenerated("numpy")
-    alone = gamp_rie(data.X, data.y, ch, data.priors, S=data.S, max_iter=400)
+    alone = gamp_rie(data.X, data.y, ch, data.priors, S=data.S, max_iter=400, on_max_iter="return")
     assert row["mmse"] == pytest.approx(alone.mmse, abs=1e-12)
     spec = {"method": "amp", "T": 2, "rho": 0.5, "alpha": 0.12, "d": 40, "seeds": [3]}
     plain = sweep.expand(dict(spec, options={"amp": {"max_iter": 400}}))

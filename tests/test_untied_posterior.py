@@ -68,6 +68,40 @@ def test_sampled_state_evolution_lies_in_the_bracket_and_is_a_fixed_point():
     assert se.trace.shape == (se.iterations, 4)
 
 
+#: the former loop's answers (its own iteration, stopped when the mean of the last five totals moved by less than
+#: tol = 2e-3 relative from the five before), computed with aimlib/untied/posterior.py at commit 99704170 on
+#: 2026-12-03, before the function moved onto aimlib.iteration.iterate_map: (alpha, d, seed, n_steps) -> (V_A, V_B)
+FORMER = {(0.15, 24, 0, 150): (0.3090675115225935, 0.37652089130239297),     # 14 iterations
+          (0.15, 20, 2, 150): (0.28781152106796903, 0.38687269877612857)}    # 13 iterations
+
+
+def test_sampled_state_evolution_agrees_with_the_former_loop():
+    """On iterate_map's window rule the iteration is the same (bit for bit: the trace is the former loop's), only
+    the stop differs: the answer agrees with the former one within the tolerance ``tol = 2e-3``."""
+    se = u.sampled_state_evolution(0.15, 2, 0.5, 24, seed=0, n_steps=150)
+    assert se.verdict.converged
+    assert se.V == pytest.approx(FORMER[0.15, 24, 0, 150], rel=2e-3)
+    assert se.mmse == pytest.approx(sum(FORMER[0.15, 24, 0, 150]), rel=2e-3)
+    assert se.trace.shape == (se.iterations, 4) and np.all(se.trace[:, 2:] > 0)
+    again = u.sector_qhat(*se.trace[-2, :2], 0.15, 2)                   # each row's noises are the previous V's
+    assert tuple(se.trace[-1, 2:]) == pytest.approx(tuple(2 / q for q in again), rel=1e-12)
+
+
+def test_a_floor_wider_than_tol_is_reported_with_its_centre():
+    """At d = 20 the iterates settle on a cycle of period 2 wider than ``tol``: the run stops there, says so in its
+    verdict, and reports the cycle's centre, which the former loop also found."""
+    se = u.sampled_state_evolution(0.15, 2, 0.5, 20, seed=2, n_steps=150)
+    assert se.verdict.state == "oscillating" and se.verdict.amplitude > 2e-3
+    assert se.mmse == pytest.approx(sum(FORMER[0.15, 20, 2, 150]), rel=2e-3)
+
+
+def test_too_few_iterations_raise_naming_max_iter():
+    """A verdict takes a whole window (``window + 1`` iterations); a run capped below that raises, naming the cap,
+    the point and the last V."""
+    with pytest.raises(ConvergenceError, match=r"within max_iter=10 iterations at alpha=0\.15, T=2, d=24 \(last V = "):
+        u.sampled_state_evolution(0.15, 2, 0.5, 24, seed=0, n_steps=150, max_iter=10)
+
+
 def test_past_the_counting_threshold_the_equations_recover():
     se = u.sampled_state_evolution(0.4, 2, 0.5, 30, seed=0)      # threshold 0.375
     assert se.V == (0.0, 0.0) and se.iterations == 0

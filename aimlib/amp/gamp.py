@@ -12,7 +12,7 @@ from .. import _validate as v
 from ..backend import to_host
 from ..channels import Channel
 from ..errors import ConvergenceError, check_on_max_iter, max_iter_reached
-from .loop import STOPS, StopRules, iterate, layer_errors, pack_layers
+from .loop import CYCLE_SPAN, STOPS, StopRules, iterate, layer_errors, pack_layers
 from .problem import Problem, make_problem
 from .shards import sharded
 
@@ -51,6 +51,9 @@ class AMPResult:
         ``'oscillating'`` (``stop='window'`` found a cycle; not converged).
     trace : dict of lists or None
         Per-iteration record (option ``trace`` of :func:`gamp_rie`).
+    cycle : tuple or None
+        ``(period, amplitude)`` of the cycle a run ending ``'oscillating'`` is on (the amplitude the
+        largest distance between its iterates over a period, in units of ``sqrt(m)``), else None.
     seconds : float
         Wall time of the iteration loop.
     """
@@ -64,6 +67,7 @@ class AMPResult:
     converged: bool
     reason: str
     trace: dict | None = None
+    cycle: tuple | None = None
     seconds: float = 0.0
     options: dict = field(default_factory=dict)
 
@@ -148,7 +152,7 @@ def gamp_rie(X, y, channel: Channel, rho, *, S=None, damping: float = 0.5, max_i
              tol: float = 1e-4, lookback: int = 10, min_iter: int = 3, chunk_size: int | None = None,
              memory_mb: float = 64.0, trace: bool = False, init=None, m_floor: float | None = None,
              on_max_iter: str = "raise", dtype=None, damp: str = "both",
-             resolution: float | None = None, stop: str = "estimate", scheduler=None,
+             resolution: float | None = None, stop: str = "window", scheduler=None,
              shards: int | None = None, init_m=None, callback=None) -> AMPResult:
     r"""Run GAMP-RIE on a data set ``(X, y)`` of the attention-indexed model.
 
@@ -170,19 +174,19 @@ def gamp_rie(X, y, channel: Channel, rho, *, S=None, damping: float = 0.5, max_i
         ``x <- (1 - damping) new + damping old`` for ``(S_hat, m)`` (``'state'``),
         ``(g, m)`` (``'messages'``) or all three (``'both'``, stable at small ``d``).
     max_iter, tol, lookback, min_iter, stop
-        ``stop='estimate'``: stop (``reason='tol'``) when ``||S_hat_t - S_hat_{t-k}||_F^2 / d
-        <= tol m_t + atol`` for some ``k <= lookback`` (robust to tiny cycles), after
-        ``min_iter`` iterations; ``atol = eps max Q0`` is the rounding level of ``||S_hat||_F^2/d``.
+        ``stop='window'`` (the default): stop (``reason='tol'``) when the distance to the fixed point,
+        estimated from the contraction over a window of ``lookback`` iterations, has been within
+        ``sqrt(tol m_t)`` for a whole window, the window settled on one mode
+        (:class:`~aimlib.iteration.WindowRule`; not fooled by heavy damping or by a slow mode under a
+        fast one); a return to where the run was ``p <= CYCLE_SPAN lookback`` iterations before is a
+        cycle, reported as ``reason='oscillating'`` with ``cycle``, handled as the cap is (``on_max_iter``).
+        ``stop='estimate'`` (the former default): when ``||S_hat_t - S_hat_{t-k}||_F^2 / d
+        <= tol m_t + atol`` for some ``k <= lookback``, after ``min_iter`` iterations; ``atol = eps max
+        Q0`` is the rounding level of ``||S_hat||_F^2/d`` (a small step: it stops on slow modes).
         ``stop='drift'``: when the distance of the estimate to its limit, extrapolated from the
         drift of its means over blocks of ``lookback`` iterations, is within ``tol m_t + atol``
-        (:class:`~aimlib.amp.loop.BlockDrift`; for slowly converging runs, where ``'estimate'``
-        stops early).  ``stop='window'``: when the distance to the fixed point, estimated from the
-        contraction over a window of ``lookback`` iterations, has been within ``sqrt(tol m_t)`` for a
-        whole window, the window settled on one mode (:class:`~aimlib.iteration.WindowRule`; not
-        fooled by heavy damping or by a slow mode under a fast one); a cycle is reported as
-        ``reason='oscillating'``, handled as the cap is (``on_max_iter``).
-        ``stop='prediction'``: when ``|m_t - m_{t-1}| < tol m_{t-1}``
-        (:class:`~aimlib.amp.loop.StopRules`).
+        (:class:`~aimlib.amp.loop.BlockDrift`).  ``stop='prediction'``: when ``|m_t - m_{t-1}| < tol
+        m_{t-1}`` (:class:`~aimlib.amp.loop.StopRules`).
     chunk_size, memory_mb
         Samples per chunk (default: from the ``memory_mb`` work budget; for regenerated tokens,
         one stream chunk per thread of :func:`aimlib.tokens.draw_threads`, a whole number of chunks).
@@ -238,10 +242,7 @@ def gamp_rie(X, y, channel: Channel, rho, *, S=None, damping: float = 0.5, max_i
     converged, xp, L = reason not in ("max_iter", "oscillating"), p.xp, len(p.priors)
     stalled = reason == "stalled"
     if reason == "oscillating":
-        max_iter_reached(f"GAMP-RIE is oscillating at iteration {t}: it returns within a tenth of its steps to "
-                         f"where it was {verdict.period} iterations before, the iterates {verdict.amplitude:.3g} "
-                         f"sqrt(m) apart (m={pack_layers(m)}); it has not converged. Try a larger damping "
-                         f"(now {p.damping:g})", on_max_iter)
+        max_iter_reached(_oscillation(verdict, rules, t, m, p.damping), on_max_iter)
     elif not converged:
         max_iter_reached(f"GAMP-RIE did not converge in max_iter={rules.max_iter} iterations (last change "
                          f"{change:.3g} > tol={rules.tol:g} in units of m={pack_layers(m)}); increase max_iter or "
@@ -252,9 +253,22 @@ def gamp_rie(X, y, channel: Channel, rho, *, S=None, damping: float = 0.5, max_i
                      m=pack_layers(m), V=pack_layers([Vl[0] if len(Vl) == 1 else Vl for Vl in V]),
                      delta=pack_layers(delta), iterations=t, converged=converged,
                      reason="perfect" if stalled else reason, trace=rec.rec, seconds=seconds,
+                     cycle=(verdict.period, verdict.amplitude) if reason == "oscillating" else None,
                      options=dict(damping=p.damping, damp=damp, chunk_size=p.chunk_size, dtype=str(p.dtype),
                                   **{k: getattr(rules, k) for k in ("tol", "lookback", "max_iter", "m_floor",
                                                                     "resolution", "stop")}))
+
+
+def _oscillation(verdict, rules, t, m, damping) -> str:
+    """What a run that ended ``'oscillating'`` (:class:`~aimlib.iteration.Verdict`) says, and what to try."""
+    how = (f"it returns within a tenth of its steps to where it was {verdict.period} iterations before"
+           if verdict.period else
+           f"it wanders without a period, its steps not shrinking over {CYCLE_SPAN * rules.lookback} iterations")
+    return (f"GAMP-RIE is oscillating at iteration {t}: {how}, the iterates {verdict.amplitude:.3g} sqrt(m) apart, "
+            f"more than sqrt(tol) = {math.sqrt(rules.tol):.3g} (m={pack_layers(m)}); it has not converged. At small "
+            f"d GAMP-RIE's iterates need not have a fixed point (a larger d narrows the spread; so may a larger "
+            f"damping, now {damping:g}); " + (f"to accept that spread, tol >= {verdict.amplitude ** 2:.2g} (its square)"
+                                               if verdict.amplitude < 1 else "no tolerance accepts a spread beyond sqrt(m)"))
 
 
 def _init_m(p, init_m):

@@ -78,7 +78,7 @@ def run_amp(channel, T: int, rho, alpha: float, d: int, seed=None, *,
     -------
     dict
         ``alpha``, ``d``, ``seed``, ``mmse`` (the measured error), ``iterations``,
-        ``seconds``, ``T``, ``rho``, ``n``, ``channel``, ``converged``, ``reason``,
+        ``seconds``, ``T``, ``rho``, ``n``, ``channel``, ``converged``, ``reason``, ``cycle``,
         ``m`` (the predicted error), ``delta``, ``teachers`` (the priors) and, with
         ``trace=True``, ``trace``.
     """
@@ -93,7 +93,7 @@ def run_amp(channel, T: int, rho, alpha: float, d: int, seed=None, *,
     out = {"alpha": float(alpha), "d": d, "seed": v.seed_label(seed), "mmse": res.mmse,
            "iterations": res.iterations, "seconds": res.seconds, "T": T, "rho": data.rho,
            "n": int(data.n), "channel": repr(channel), "converged": res.converged,
-           "reason": res.reason, "m": res.m, "delta": res.delta,
+           "reason": res.reason, "cycle": res.cycle, "m": res.m, "delta": res.delta,
            "teachers": ", ".join(repr(p) for p in data.priors)}
     if res.trace is not None:
         out["trace"] = res.trace

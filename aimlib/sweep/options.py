@@ -62,7 +62,7 @@ OPTIONS: dict[str, dict] = {
 #: defaults that are part of the run key (so changing them here never reuses stale rows)
 DEFAULTS: dict[str, dict] = {
     "se": {},
-    "amp": {"max_iter": 300, "dtype": "float64"},
+    "amp": {"max_iter": 300, "dtype": "float64", "stop": "window"},
     "gd": {"restarts": 1, "steps": 1000, "dtype": "float32"},
     "gd_avg": {"restarts": 8, "steps": 1000, "dtype": "float32"},
 }
@@ -70,8 +70,9 @@ DEFAULTS: dict[str, dict] = {
 #: options that a run with the given option value does not use: they are left out of its key
 UNUSED = {("student", "direct"): ("rank",)}
 
-#: option values that are the behaviour without the option: left out of a run's key, so a spec that
-#: gives them reuses the rows of one that does not
+#: option values left out of a run's key: the behaviour without the option (``tokens_storage: store``), or
+#: what rows written before the option was part of the key were run with (``stop: estimate``, GAMP-RIE's
+#: default until the window rule replaced it: such rows are read by a spec that names it)
 IMPLIED = {("tokens_storage", "store"), ("stop", "estimate")}
 
 #: state-evolution options that only the iteration uses

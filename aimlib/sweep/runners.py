@@ -6,7 +6,8 @@
 ``amp``
     one GAMP-RIE run on sampled data (:func:`aimlib.amp.run_amp`; option ``tokens_storage``:
     stored or regenerated tokens, :mod:`aimlib.tokens`): ``n``,
-    ``mmse``, ``iterations``, ``converged`` and the predicted error ``mmse_pred``
+    ``mmse``, ``iterations``, ``converged``, ``reason`` (why it ended: ``'tol'``, ``'perfect'``,
+    ``'oscillating'``, ``'max_iter'``) and the predicted error ``mmse_pred``
     (for a channel of several teachers ``mmse_layers`` and ``mmse_pred_layers``,
     one value per teacher, in place of ``mmse`` and ``mmse_pred``; likewise for ``se``);
 ``gd``, ``gd_avg``
@@ -72,7 +73,7 @@ def _amp(run: Run, opts: dict) -> dict:
                       backend=run.backend, dtype=dtype, on_max_iter="return",
                       tokens=tokens, teachers=run.teachers, **opts)
     return {"n": out["n"], **_errors(out["mmse"], out["m"]), "iterations": out["iterations"],
-            "converged": out["converged"]}
+            "converged": out["converged"], "reason": out["reason"]}
 
 
 def _gd(run: Run, opts: dict) -> dict:

@@ -45,17 +45,18 @@ COLUMNS = [
     "method", "channel", "T", "rho", "alpha", "alpha_bar", "beta", "noise", "c", "d", "seed",
     "restarts", "steps", "max_iter", "dtype", "options",
     # metrics
-    "n", "mmse", "q", "iterations", "converged", "mmse_pred", "mmse_single", "mmse_single_std",
+    "n", "mmse", "q", "iterations", "converged", "reason", "mmse_pred", "mmse_single", "mmse_single_std",
     "mmse_averaged", "mmse_layers", "mmse_pred_layers", "train_loss", "test_loss", "n_nonzero",
     "seconds",
     # provenance
     "aimlib_version", "backend", "hostname", "timestamp",
 ]
 
-#: the columns of files written before ``train_loss``, ``test_loss``, ``n_nonzero``; such a
-#: file is read as it is and rewritten with the current header (empty new fields) when a
-#: sweep writes to it
-OLD_COLUMNS = [c for c in COLUMNS if c not in ("train_loss", "test_loss", "n_nonzero")]
+#: the columns of files written before ``reason`` (why a GAMP-RIE run ended), and before that before
+#: ``train_loss``, ``test_loss``, ``n_nonzero``; such a file is read as it is and rewritten with the
+#: current header (empty new fields) when a sweep writes to it
+OLD_COLUMNS = ([c for c in COLUMNS if c != "reason"],
+               [c for c in COLUMNS if c not in ("reason", "train_loss", "test_loss", "n_nonzero")])
 
 _INT_COLUMNS = {"T", "d", "seed", "restarts", "steps", "max_iter", "n", "iterations"}
 _FLOAT_COLUMNS = {"alpha", "alpha_bar", "beta", "noise", "c", "mmse", "q", "mmse_pred",
@@ -96,7 +97,7 @@ def _csv_line(values: Iterable) -> str:
 
 _HEADER = _csv_line(COLUMNS)
 _HEADER_BYTES = _HEADER.encode()
-_OLD_HEADER_BYTES = _csv_line(OLD_COLUMNS).encode()
+_OLD_HEADERS = tuple((_csv_line(cols).encode(), cols) for cols in OLD_COLUMNS)
 
 
 def _parse(name: str, text: str):
@@ -134,7 +135,7 @@ def read_results(path, *, keys: Iterable[str] | None = None) -> list[dict]:
 class _Contents:
     """A recognised results file: its rows by key, their order, and what to repair."""
 
-    old: bool  # the header is OLD_COLUMNS (the lines are converted to COLUMNS)
+    old: list | None  # the columns of an earlier header (OLD_COLUMNS; the lines are converted to COLUMNS)
     end: int = 0  # bytes of the header and the rows kept (0: no complete header)
     lines: dict = field(default_factory=dict)  # key -> CSV line of COLUMNS (first occurrence)
     order: list = field(default_factory=list)  # keys in file order
@@ -148,7 +149,7 @@ class _Contents:
             self.duplicates += 1
             return
         if self.old:
-            line = _csv_line(dict(zip(OLD_COLUMNS, fields)).get(c, "") for c in COLUMNS)
+            line = _csv_line(dict(zip(self.old, fields)).get(c, "") for c in COLUMNS)
         else:
             line += "\n"
         self.lines[fields[0]] = line
@@ -197,18 +198,20 @@ def _scan(data: bytes, path) -> _Contents:
     The bytes after the last newline are a row kept (``unterminated``) when
     ``_whole_row`` finds one, else ``torn`` says what they are.
     """
-    old = data.startswith(_OLD_HEADER_BYTES)
-    if not data.startswith(_HEADER_BYTES) and not old:
+    header, old = _HEADER_BYTES, None
+    if not data.startswith(_HEADER_BYTES):
+        header, old = next(((h, cols) for h, cols in _OLD_HEADERS if data.startswith(h)), (b"", None))
+    if not header:
         if b"\n" not in data and _HEADER_BYTES.startswith(data):  # empty, or a torn header
             torn = f"a header cut short ({len(data)} bytes); it is written again" if data else ""
-            return _Contents(False, torn=torn)
+            return _Contents(None, torn=torn)
         raise _foreign(path)
     end = data.rfind(b"\n") + 1
     try:
-        text = data[len(_OLD_HEADER_BYTES if old else _HEADER_BYTES):end].decode()
+        text = data[len(header):end].decode()
     except UnicodeDecodeError:
         raise ValueError(f"{path}: the rows are not UTF-8 text; the file is corrupt") from None
-    columns = OLD_COLUMNS if old else COLUMNS
+    columns = old or COLUMNS
     found = _Contents(old, end)
     for i, line in enumerate(text.split("\n")[:-1], start=2):
         fields = next(csv.reader([line]))
@@ -236,7 +239,7 @@ def _read(fd: int, path: Path) -> bytes:
     """
     try:
         head = os.pread(fd, len(_HEADER_BYTES), 0)
-        if not (_HEADER_BYTES.startswith(head) or head.startswith(_OLD_HEADER_BYTES)):
+        if not (_HEADER_BYTES.startswith(head) or any(head.startswith(h) for h, _ in _OLD_HEADERS)):
             raise _foreign(path)
         return diskio.read_all(fd)
     except OSError as exc:

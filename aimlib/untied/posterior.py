@@ -42,6 +42,7 @@ import numpy as np
 from .. import _validate as v
 from ..backend import get_array_module, module_named
 from ..errors import ConvergenceError
+from ..iteration import Verdict, iterate_map
 from ..priors.diagnostics import effective_sample_size, integrated_autocorrelation_time
 from ..priors.rectangular import check_sector_pair
 from ..priors.sampled import N_BATCHES, first_step, hmc_chain, refuse
@@ -168,13 +169,19 @@ class SampledSE:
 
     ``V`` is ``(V_A, V_B)``, the mean of the last five iterates (``(0, 0)`` from
     the counting threshold on, where the equations recover ``S`` exactly);
-    ``trace`` holds every iterate ``(V_A, V_B, Delta_A, Delta_B)``.
+    ``trace`` holds every iterate ``(V_A, V_B, Delta_A, Delta_B)``, ``Delta_s``
+    the noises it was computed at.  ``verdict`` is the stopping rule's last
+    :class:`~aimlib.iteration.Verdict` (None above the threshold): ``'converged'``,
+    or ``'oscillating'`` when the iterates wander at the sampling floor of this
+    ``d`` wider than ``tol`` (its ``amplitude`` is the relative width, ``period``
+    0 for an aperiodic wander); ``V`` is then the floor's centre.
     """
 
     V: tuple
     iterations: int
     trace: np.ndarray
     seconds: float
+    verdict: Verdict | None = None
 
     @property
     def mmse(self) -> float:
@@ -183,15 +190,37 @@ class SampledSE:
 
 
 def sampled_state_evolution(alpha: float, T: int, rho: float, d: int, *, seed=None, tol: float = 2e-3,
-                            max_iter: int = 150, **sampler) -> SampledSE:
+                            max_iter: int = 150, window: int = 10, **sampler) -> SampledSE:
     r"""Iterate ``V_s <- mmse_s(2/qhat_A, 2/qhat_B)`` (:func:`~aimlib.untied.sector_qhat`) from ``V = (1/2, 1/2)``.
 
     The prior side is :func:`sample_two_noise` on one instance of dimension ``d``,
     the same at every iteration (common random numbers: ``seed`` is reused), so
-    the map is smooth in ``V``.  The iteration stops when the mean of the last
-    five iterates of ``V_A + V_B`` moves by less than ``tol`` (relative) from the
-    five before; raises :class:`~aimlib.errors.ConvergenceError` after
-    ``max_iter``.  ``sampler`` goes to :func:`sample_two_noise`.
+    the map
+
+    .. math::  V^{t+1}_s = \mathrm{mmse}_s\big(\Delta^t_A, \Delta^t_B\big), \qquad
+        \Delta^t_s = 2/\hat q_s(V^t_A, V^t_B;\ \alpha, T),
+
+    is smooth in ``V`` down to a floor set by ``d`` (the chain's accept/reject
+    steps), where the iterates cycle or wander.  :func:`~aimlib.iteration.iterate_map`
+    runs it on ``y = log V`` with ``rule='window'`` and bound ``tol``: its
+    distance ``||y_t - y_{t-k}||_inf = max_s |log(V^t_s/V^{t-k}_s)|`` is the
+    relative change of the worse part, so within ``tol`` each part, and hence
+    ``V_A + V_B``, is within ``tol`` of itself.  It stops when, over ``window``
+    iterates,
+
+    * the estimated distance to the fixed point has stayed within ``tol``, or the
+      iterates cycle or wander at a floor narrower than ``tol``: converged;
+    * they cycle or wander at a floor wider than ``tol`` (``'oscillating'``): the
+      floor of this ``d`` is wider than ``tol``, and more iterations would not narrow it.
+
+    Either way ``V`` is the mean of the last five iterates, the verdict is
+    returned with it, and ``tol`` must hold for the *iterates*, not only for the
+    five-iterate means (the rule of old, which compared the means of
+    ``V_A + V_B`` over the last five and the five before).  Raises
+    :class:`~aimlib.errors.ConvergenceError` after ``max_iter`` iterations
+    without a verdict (one takes ``window + 1`` iterations at least, unless an
+    iterate repeats exactly), or at a non-finite iterate.  ``sampler`` goes to
+    :func:`sample_two_noise`.
     """
     alpha, T, rho = v.positive("alpha", alpha), v.integer("T", T, minimum=2), v.rho(rho)
     tol, max_iter = v.positive("tol", tol), v.integer("max_iter", max_iter, minimum=10)
@@ -199,15 +228,25 @@ def sampled_state_evolution(alpha: float, T: int, rho: float, d: int, *, seed=No
         return SampledSE(V=(0.0, 0.0), iterations=0, trace=np.zeros((0, 4)), seconds=0.0)
     if not isinstance(seed, (int, np.integer)):          # one instance for every iteration
         seed = int(v.generator(seed).integers(2**63))
-    start, VA, VB, trace = time.perf_counter(), 0.5, 0.5, []
-    for it in range(1, max_iter + 1):
-        deltas = tuple(2.0 / q for q in sector_qhat(VA, VB, alpha, T))
-        VA, VB = sample_two_noise(d, rho, deltas, seed=seed, **sampler).errors
-        trace.append((VA, VB, *deltas))
-        totals = np.array(trace)[:, :2].sum(axis=1)
-        if it >= 10 and abs(totals[-5:].mean() - totals[-10:-5].mean()) < tol * totals[-5:].mean():
-            VA, VB = np.array(trace)[-5:, :2].mean(axis=0)
-            return SampledSE(V=(float(VA), float(VB)), iterations=it, trace=np.array(trace),
-                             seconds=time.perf_counter() - start)
-    raise ConvergenceError(f"sampled untied SE: no fixed point within {max_iter} iterations at alpha={alpha:g}, "
-                           f"T={T}, d={d} (last V = {VA + VB:.4g})")
+    rows, began = [], time.perf_counter()
+
+    def log_map(y):
+        """``log V -> log mmse(2/qhat(V))``, each iterate and its noises appended to ``rows``."""
+        # V itself, not exp(log V): that may miss V's last bit, which the chain can turn into another draw
+        last = rows[-1][:2] if rows else (0.5, 0.5)
+        V = last if np.array_equal(y, np.log(last)) else np.exp(y)
+        deltas = tuple(2.0 / q for q in sector_qhat(*V, alpha, T))
+        rows.append((*sample_two_noise(d, rho, deltas, seed=seed, **sampler).errors, *deltas))
+        return np.log(rows[-1][:2])
+
+    with np.errstate(divide="ignore"):                    # a zero error is not finite in log: 'diverged'
+        run = iterate_map(log_map, np.log([0.5, 0.5]), tol, rule="window", max_iter=max_iter, window=window)
+    trace = np.array(rows)
+    if run.verdict.state not in ("converged", "oscillating"):
+        why = f"no fixed point within max_iter={max_iter} iterations" if run.verdict.state == "running" \
+            else f"a non-finite iterate at iteration {run.iterations}"
+        raise ConvergenceError(f"sampled untied SE: {why} at alpha={alpha:g}, T={T}, d={d} "
+                               f"(last V = {trace[-1, :2].sum():.4g})")
+    VA, VB = trace[-5:, :2].mean(axis=0)
+    return SampledSE(V=(float(VA), float(VB)), iterations=run.iterations, trace=trace,
+                     seconds=time.perf_counter() - began, verdict=run.verdict)
