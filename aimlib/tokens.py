@@ -247,7 +247,7 @@ class TokenStream:
     """The tokens of ``n`` samples, regenerated chunk by chunk whenever they are read (module docstring).
 
     Reads like an array of shape ``(n, T, d)`` sliced along its first axis
-    (``X[s:s + c]``, an array of the module :attr:`xp`, default: numpy); chunk ``k`` (samples ``k chunk`` to
+    (``X[s:s + c]``, an array of the module ``xp``, default numpy); chunk ``k`` (samples ``k chunk`` to
     ``(k + 1) chunk``) is ``law.sample`` from ``Generator(Philox(SeedSequence(key,
     spawn_key=(k,))))``.  Nothing is held but the law, the key and the covariance root
     of a ``correlated`` law.  Made by :func:`token_stream`; :meth:`window` is a run of its

@@ -153,12 +153,24 @@ def _names_an_option(line: str, args) -> bool:
     return False
 
 
+#: the columns of an amp row that are words, not numbers (``--on-max-iter return/warn``)
+WORD_COLUMNS = {"reason": ("tol", "perfect", "oscillating", "max_iter")}
+
+
 def _numbers(out: str):
+    """The printed result: one number, or one dict per CSV row, its numeric columns as floats (the word
+    columns of :data:`WORD_COLUMNS` left out, after checking that they hold one of their words)."""
     lines = out.strip().splitlines()
     if len(lines) == 1:
         return [float(lines[0])]
     header, *rows = [line.split(",") for line in lines]
-    return [dict(zip(header, map(float, row))) for row in rows]
+    parsed = []
+    for row in rows:
+        cells = dict(zip(header, row))
+        for name, words in WORD_COLUMNS.items():
+            assert cells.pop(name, words[0]) in words, (name, row)
+        parsed.append({k: float(x) for k, x in cells.items()})
+    return parsed
 
 
 def _consistent(res, d: int) -> bool:

@@ -16,7 +16,7 @@ import pytest
 
 from aimlib import cli, files, sweep
 from aimlib.sweep import diskio, read_results, run_sweep
-from aimlib.sweep.store import stored_keys
+from aimlib.sweep.store import COLUMNS, stored_keys
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = {"method": "se", "T": 2, "rho": 0.5, "alpha": [0.05, 0.1, 0.15]}
@@ -200,7 +200,7 @@ def test_a_whole_last_row_without_its_newline_is_kept(tmp_path, monkeypatch):
 @pytest.mark.parametrize("cut, finding", [
     (lambda row: row[:-3], r"its timestamp '.*' is cut off"),  # every field, a short timestamp
     (lambda row: row[: row.rindex(b",") + 1], "its timestamp '' is cut off"),
-    (lambda row: row[: row.index(b",se,") + 4], "3 of the 36 fields"),
+    (lambda row: row[: row.index(b",se,") + 4], f"3 of the {len(COLUMNS)} fields"),
     (lambda row: row[:30] + b"\xe2\x82", "not a line of CSV text"),  # inside a character
 ], ids=["in the timestamp", "before the timestamp", "after the method", "in a character"])
 def test_a_cut_last_row_is_dropped_with_what_was_found_and_recomputed(tmp_path, cut, finding):

@@ -195,7 +195,7 @@ def _table_settings3() -> np.ndarray:
 
 def write_tables3(path=None, residuals=STORED_RESIDUALS3) -> Path:
     """Build the three-layer tables of ``residuals`` and store them (``aimlib/data/deep_hardmax3_tables.md``)
-    at ``path`` (default: the shipped table, :data:`TABLES3`)."""
+    at ``path`` (default: the shipped ``aimlib/data/deep_hardmax3_tables.npz``)."""
     path = TABLES3 if path is None else path
     return save_tables(path, residuals, _table_settings3(), coef=np.stack([build_tables3(c) for c in residuals]))
 

@@ -305,8 +305,8 @@ def _table_settings() -> np.ndarray:
 
 
 def write_tables(path=None, residuals=STORED_RESIDUALS) -> Path:
-    """Build the tables of ``residuals`` and store them at ``path`` (default: the shipped :data:`TABLES`;
-    ``scripts/make_deep_hardmax_tables.py``)."""
+    """Build the tables of ``residuals`` and store them at ``path`` (default: the shipped
+    ``aimlib/data/deep_hardmax_tables.npz``; ``scripts/make_deep_hardmax_tables.py``)."""
     return save_tables(TABLES if path is None else path, residuals, _table_settings(),
                        coef=np.stack([build_centred(c) for c in residuals]),
                        shared=np.stack([build_shared(c) for c in residuals]))
