@@ -255,9 +255,9 @@ def test_window_does_not_take_heavy_damping_for_convergence():
     """Softmax, alpha = 0.1, d = 60, damping 0.99: the former default stops after 3 iterations at the prior's
     error (1.02, the state evolution 0.39); 'window' is still running at the cap."""
     kw = dict(alpha=0.1, d=60, damping=0.99, max_iter=150, on_max_iter="return")
-    default = amp.run_amp("softmax", 2, RHO, seed=0, stop="estimate", **kw)
+    former = amp.run_amp("softmax", 2, RHO, seed=0, stop="estimate", **kw)
     window = amp.run_amp("softmax", 2, RHO, seed=0, **kw)
-    assert default["converged"] and default["iterations"] <= 5 and default["mmse"] > 1.0
+    assert former["converged"] and former["iterations"] <= 5 and former["mmse"] > 1.0
     assert not window["converged"] and window["iterations"] == 150
 
 
@@ -265,12 +265,12 @@ def test_window_does_not_take_heavy_damping_for_convergence():
 def test_window_reaches_the_fixed_point_where_the_step_rule_stops_early():
     """Hardmax, T = 2, rho = 0.5, alpha = 0.7, d = 80, seed 0: the step rule stops at 0.1462 after 26
     iterations; the fixed point (tol 1e-8) is 0.1406; 'window' lands within 0.5 % of it."""
-    default = amp.run_amp("hardmax", 2, RHO, 0.7, 80, seed=0, stop="estimate")
+    former = amp.run_amp("hardmax", 2, RHO, 0.7, 80, seed=0, stop="estimate")
     window = amp.run_amp("hardmax", 2, RHO, 0.7, 80, seed=0, max_iter=600)
     tight = amp.run_amp("hardmax", 2, RHO, 0.7, 80, seed=0, tol=1e-8, max_iter=3000)
     assert window["converged"] and tight["converged"]
     assert window["mmse"] == pytest.approx(tight["mmse"], rel=5e-3)
-    assert default["mmse"] > 1.03 * tight["mmse"]
+    assert former["mmse"] > 1.03 * tight["mmse"]
 
 
 def test_an_oscillation_is_reported_never_converged(monkeypatch):

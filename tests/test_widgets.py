@@ -136,8 +136,8 @@ def test_the_T_slider_stops_at_the_channels_limit():
     from aimlib.channels import registry
 
     limit = hardmax_polytope.MAX_T
-    assert aw.base.channel_t_max("hardmax") == registry.MAX_T["hardmax"][0] == limit
-    assert aw.base.channel_t_max("softmax") is None
+    assert registry.max_t("hardmax") == registry.MAX_T["hardmax"][0] == limit
+    assert registry.max_t("softmax") is None
     p = aw.se_panel(T=5, alpha_range="0.01, 10")
     T = p.controls["T"]
     top = T.max

@@ -112,12 +112,12 @@ def iterate(p, rec, rules: StopRules, init_m=None, callback=None):
     g_prev = xp.zeros((p.n if p.shards is None else 0, L, p.T, p.T), dtype=p.dtype)  # shards hold their own
     g_new = xp.empty_like(g_prev)
     history, m_history = deque(maxlen=rules.lookback), deque(maxlen=rules.lookback + 1)
-    m_span = deque(maxlen=CYCLE_SPAN * max(rules.lookback, 2) + 1)     # m over the span of the window rule
     drift = BlockDrift(rules.lookback) if rules.stop == "drift" else None
     window, verdict = None, None
     if rules.stop == "window":
         lookback = max(rules.lookback, 2)
         window, past = WindowRule(lookback, span=CYCLE_SPAN * lookback), PastIterates(p.d, CYCLE_SPAN * lookback, xp)
+        m_span = deque(maxlen=CYCLE_SPAN * lookback + 1)      # m over the span of the window rule
     atol = float(np.finfo(p.dtype).eps) * max(pr.second_moment() for pr in p.priors)
     reason, delta, change = "max_iter", [(math.nan,)] * L, math.inf
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):

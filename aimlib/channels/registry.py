@@ -10,7 +10,7 @@ from .linear import Linear
 from .softmax import Softmax
 from .softmax_noisy import NoisySoftmax
 
-__all__ = ["CHANNELS", "PARAMETERS", "MAX_T", "t_limit", "make_channel"]
+__all__ = ["CHANNELS", "PARAMETERS", "MAX_T", "max_t", "t_limit", "make_channel"]
 
 #: the channel names and the parameters each one takes
 PARAMETERS = {"softmax": ("beta", "noise"), "hardmax": ("noise",), "linear": ("noise",), "deep-hardmax": ("c", "layers")}
@@ -23,15 +23,21 @@ MAX_T = {"hardmax": (MAX_HARDMAX_T, "its Bayes side is a Gaussian cone of T(T-1)
          "deep-hardmax": (2, "its Bayes side is tabulated for hardmax layers at T = 2")}
 
 
+def max_t(channel: str) -> int | None:
+    """The largest ``T`` of ``channel``'s Bayes side (:data:`MAX_T`), or ``None`` where it has no limit."""
+    return MAX_T[channel][0] if channel in MAX_T else None
+
+
 def t_limit(channel: str, T: int) -> str | None:
     """Why ``channel`` has no Bayes side (state evolution, GAMP-RIE) at ``T`` tokens, or ``None``.
 
     The reason names the allowed range, e.g. "the hardmax channel is available for T <= 3 only
     (...)"; the callers add the name of their parameter and the value they got.
     """
-    if channel not in MAX_T or T <= MAX_T[channel][0]:
+    top = max_t(channel)
+    if top is None or T <= top:
         return None
-    top, why = MAX_T[channel]
+    why = MAX_T[channel][1]
     limit = "T = 2" if top == 2 else f"T <= {top}"
     return f"the {channel} channel is available for {limit} only ({why})"
 

@@ -38,7 +38,7 @@ import numpy as np
 from .. import _validate as v, rmt, state_evolution as se
 from .._optional import optional_import
 from ..channels import DeepAttention, hardmax, hardmax_polytope, softmax_k, softmax_noisy as ns
-from ..channels.registry import MAX_T, t_limit
+from ..channels.registry import max_t, t_limit
 from ..plotting import MAX_WIDTH, book_style
 from ..errors import ConvergenceError
 from ..model import estimation_error
@@ -96,12 +96,6 @@ def parse_range(name: str, text: str, low: float, high: float) -> tuple[float, f
     if not lo < hi:
         raise BadInput(f"{name}: the lower end {lo:g} must be below the upper end {hi:g}")
     return lo, hi
-
-
-def channel_t_max(channel: str) -> int | None:
-    """The largest ``T`` of ``channel``'s Bayes side (:data:`aimlib.channels.registry.MAX_T`:
-    hardmax up to ``T = 3``), or ``None`` where the registry sets no limit."""
-    return MAX_T[channel][0] if channel in MAX_T else None
 
 
 def channel_and_tokens(controls: dict) -> tuple[str, int]:
@@ -280,7 +274,7 @@ class Panel(W.VBox):
     ``_compute(params) -> data`` and ``_plot(data) -> Figure``.
 
     A panel with a ``channel`` and a ``T`` control keeps the ``T`` slider's top at the
-    channel's limit (:func:`channel_t_max`, or the panel's own ``T_LIMITS[channel]``; the
+    channel's limit (:func:`aimlib.channels.registry.max_t`, or the panel's own ``T_LIMITS[channel]``; the
     slider's own top for a channel without one), so that the slider offers only the ``T``
     the panel computes.
     """
@@ -333,7 +327,7 @@ class Panel(W.VBox):
         top = tokens.max
 
         def fit(change=None):
-            limit = self.T_LIMITS.get(channel.value, channel_t_max(channel.value))
+            limit = self.T_LIMITS.get(channel.value, max_t(channel.value))
             self._adjusting = True
             try:
                 tokens.max = top if limit is None else max(tokens.min, min(top, limit))
