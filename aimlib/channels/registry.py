@@ -24,7 +24,8 @@ MAX_T = {"hardmax": (MAX_HARDMAX_T, "its Bayes side is a Gaussian cone of T(T-1)
 
 
 def max_t(channel: str) -> int | None:
-    """The largest ``T`` of ``channel``'s Bayes side (:data:`MAX_T`), or ``None`` where it has no limit."""
+    """The largest ``T`` of ``channel``'s Bayes side (:data:`aimlib.channels.registry.MAX_T`), or ``None`` where it
+    has no limit."""
     return MAX_T[channel][0] if channel in MAX_T else None
 
 
