@@ -116,9 +116,10 @@ def _add_rho(p):
                    help="teachers: wishart S = W W^T/sqrt(r d) (default) or centred S - sqrt(rho) I; "
                         "the state evolution of two deep-hardmax layers is exact for centred teachers; for "
                         "wishart ones (their layers share the index of sqrt(rho) I), and for three layers, "
-                        "se prints the error of GAMP-RIE with one denoiser per layer (mmse_l, an upper bound "
-                        "on the Bayes error), for two layers also the oracle given the other (oracle_l, a "
-                        "lower bound)")
+                        "se prints the separable state evolution of GAMP-RIE with one denoiser per layer "
+                        "(mmse_l; not established as a bound on the Bayes error), for two layers also the "
+                        "oracle given the other (oracle_l, a lower bound) and the cross overlap q_12 that "
+                        "the layers' correlated noises create, which mmse_l leaves out")
 
 
 def _add_common(p):
@@ -163,7 +164,8 @@ def _se_arguments(p):
 
 def _se_run(args) -> int:
     """CSV ``alpha,mmse,q`` per layer; where the layers have cross terms the ``mmse`` columns are
-    GAMP-RIE's (an upper bound), and for two layers ``oracle_l`` columns give the lower bound."""
+    GAMP-RIE's, and for two layers ``oracle_l`` columns give the oracle's (a lower bound) and ``q_12`` the
+    cross overlap GAMP-RIE's correlated noises create (:func:`aimlib.state_evolution.cross_overlap`)."""
     ch = _channel(args)
     priors = _priors(args, ch)
     res = se.curve(args.alpha, ch, T=args.T, rho=priors, method=args.method)
@@ -171,8 +173,11 @@ def _se_run(args) -> int:
     rows = [[a, *values(m), *values(q)] for a, m, q in zip(res.alpha, res.mmse, res.q)]
     if res.prediction == "separable-gamp" and ch.n_indices == 2:
         head += columns("oracle", ch.n_indices)
+        head += ["q_12"]
         rows = [row + [se.oracle_fixed_point(float(a), ch, ell, T=args.T, rho=priors).mmse
-                       for ell in range(1, ch.n_indices + 1)] for a, row in zip(res.alpha, rows)]
+                       for ell in range(1, ch.n_indices + 1)]
+                + [se.cross_overlap(float(a), q, m, ch, priors, args.T).q_12]
+                for a, row, q, m in zip(res.alpha, rows, res.q, res.mmse)]
     print_table(head, rows)
     return 0
 

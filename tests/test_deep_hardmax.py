@@ -368,7 +368,7 @@ def test_the_oracle_fisher_against_an_independent_rejection_sampler():
 
 
 def test_wishart_teachers_get_the_separable_bound_and_the_oracle_bound():
-    """GAMP's state evolution (an upper bound) above the oracle's (a lower bound) for both layers;
+    """GAMP's separable state evolution above the oracle's (a lower bound) for both layers;
     the free entropy still refuses (the Bayes side needs a cross overlap); the CLI prints both."""
     ch = DeepAttention(c=0.5)
     upper = se.fixed_point(0.5, ch, T=2, rho=(0.5, 0.5), tol=1e-10)
@@ -381,14 +381,15 @@ def test_wishart_teachers_get_the_separable_bound_and_the_oracle_bound():
     assert se.fixed_point(0.5, ch, T=2, rho=CENTRED).prediction == "bayes"
 
 
-def test_the_cli_prints_gamp_and_oracle_columns_for_wishart_teachers(capsys):
+def test_the_cli_prints_gamp_oracle_and_cross_overlap_columns_for_wishart_teachers(capsys):
     assert cli.main(["se", "--channel", "deep-hardmax", "--layers", "2", "--rho", "0.5", "0.5", "--c", "0.5",
                      "--alpha", "0.5"]) == 0
     header, row = capsys.readouterr().out.strip().splitlines()
-    assert header == "alpha,mmse_1,mmse_2,q_1,q_2,oracle_1,oracle_2"
+    assert header == "alpha,mmse_1,mmse_2,q_1,q_2,oracle_1,oracle_2,q_12"
     upper = se.fixed_point(0.5, DeepAttention(c=0.5), T=2, rho=(0.5, 0.5), tol=1e-12).mmse
     vals = [float(x) for x in row.split(",")]
     assert vals[1:3] == pytest.approx(list(upper), abs=1e-8) and vals[5] < vals[1] and vals[6] < vals[2]
+    assert vals[7] == pytest.approx(-0.02176, abs=2e-5)     # tests/test_deep_cross.py: the regression values
 
 
 def test_centred_data_sets_are_the_wishart_ones_shifted():

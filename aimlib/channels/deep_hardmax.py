@@ -14,8 +14,9 @@ Bayes side (hardmax layers, ``T = 2``): the exact sum over the latent pattern hi
 evolution reads one overlap per layer.  For centred teachers that is exact
 (:meth:`DeepAttention.fisher`); for teachers with a known part ``sqrt(rho_l) I`` the layers'
 estimates share the index of the identity and :meth:`DeepAttention.separable_fisher` gives
-the state evolution of GAMP-RIE with one denoiser per layer (an upper bound on the Bayes
-error), :meth:`DeepAttention.oracle_fisher` that of the oracle given the other layer (a lower
+the separable state evolution of GAMP-RIE with one denoiser per layer (which leaves out the
+cross overlap the layers' correlated noises create, :mod:`aimlib.state_evolution.cross`),
+:meth:`DeepAttention.oracle_fisher` that of the oracle given the other layer (a lower
 bound).  Three layers: the output has a cross term between layers 1 and 2 even for centred
 teachers (:meth:`DeepAttention.correlated_layers`), so their state evolution is the separable
 one of GAMP-RIE.
@@ -152,7 +153,7 @@ class DeepAttention(Channel):
             raise NotImplementedError("DeepAttention(layers=3).fisher: the output of three hardmax layers has a "
                                       "cross term G_12 between layers 1 and 2 even for centred teachers, so one "
                                       "overlap per layer is not the Bayes state evolution (it needs a cross "
-                                      "overlap); separable_fisher gives GAMP-RIE's, an upper bound on the error")
+                                      "overlap); separable_fisher gives GAMP-RIE's separable state evolution")
         q, Q0, V = self._tabulated(q, Q0, T)
         return tuple(fisher_scaled(self.c, q[0] / V[0], q[1] / V[1]) / V)
 
@@ -193,7 +194,10 @@ class DeepAttention(Channel):
         GAMP's effective observations are ``R = S + (alpha F)^{-1/2} xi``: layer ``l`` sees its
         teacher through Gaussian noise of variance ``(F^{-1})_ll / alpha``, and one denoiser per
         layer reaches ``qhat_l = alpha / (F^{-1})_ll``.  A cross term ``F_12 != 0`` lowers it
-        below ``alpha F_ll``.  An algorithm's error: an upper bound on the Bayes error.
+        below ``alpha F_ll``.  The layers' noises are correlated (``kappa = -F_12/sqrt(F_11 F_22)``,
+        :meth:`moment_matrix`), which leaves the two estimates a cross overlap this state evolution
+        does not carry (:mod:`aimlib.state_evolution.cross`): it is GAMP-RIE's up to that term, and
+        not established as a bound on the Bayes error.
 
         Three layers (centred teachers only, ``shared = 0``): ``F_13 = F_23 = 0`` and
         ``F^sep = (G_11 (1 - r_12^2), G_22 (1 - r_12^2), G_33) / V`` with ``r_12 = G_12 / sqrt(G_11 G_22)``
@@ -201,15 +205,35 @@ class DeepAttention(Channel):
         layers 1 and 2 get no information until layer 3 is learned.
         """
         q, Q0, V = self._tabulated(q, Q0, T)
-        s = tuple(v.in_range(f"shared[{i}]", x, 0.0, q[i]) for i, x in enumerate(self._per_index("shared", shared)))
+        s = self._shared(shared, q)
         if self.n_indices == 3:
             if any(s):
                 raise NotImplementedError("DeepAttention(layers=3): teachers with a known part (Wishart) are not "
                                           f"implemented, got shared={s}; use centred teachers")
             return tuple(separable_scaled3(self.c, *(q / V)) / V)
+        return tuple(1.0 / np.diag(np.linalg.inv(self._moments(q, V, s))))
+
+    def _shared(self, shared, q) -> tuple:
+        """The known parts ``s_l`` (one value or one per layer), each in ``[0, q_l]``."""
+        return tuple(v.in_range(f"shared[{i}]", x, 0.0, q[i]) for i, x in enumerate(self._per_index("shared", shared)))
+
+    def _moments(self, q, V, s):
+        """Two layers' ``F_ll' = G_ll'(lambda, r)/sqrt(V_l V_l')`` at validated ``(q, V, s)``."""
         r = float(np.sqrt(s[0] * s[1] / (q[0] * q[1]))) if min(q) > 0 else 0.0
-        F = fisher_matrix(self.c, q[0] / V[0], q[1] / V[1], min(r, 1.0)) / np.sqrt(np.outer(V, V))
-        return tuple(1.0 / np.diag(np.linalg.inv(F)))
+        return fisher_matrix(self.c, q[0] / V[0], q[1] / V[1], min(r, 1.0)) / np.sqrt(np.outer(V, V))
+
+    def moment_matrix(self, q, Q0, T, shared) -> np.ndarray:
+        r"""The ``2 x 2`` output moment matrix ``F`` of two layers whose estimates share ``sqrt(s_1 s_2)``.
+
+        ``F_ll' = G_ll'(lambda, r) / sqrt(V_l V_l')`` of :meth:`separable_fisher`, off-diagonal
+        included: what :func:`~aimlib.priors.correlated.layer_noises` turns into GAMP-RIE's two
+        noises and their correlation ``kappa = -F_12/sqrt(F_11 F_22)``.
+        """
+        if self.n_indices != 2:
+            raise NotImplementedError(f"DeepAttention.moment_matrix: two layers, got layers={self.n_indices}")
+        q, Q0, V = self._tabulated(q, Q0, T)
+        s = self._shared(shared, q)
+        return self._moments(q, V, s)
 
     def oracle_fisher(self, layer: int, q: float, Q0, T, shared=(0.0, 0.0)) -> float:
         r"""``F`` of layer ``layer`` for the oracle given the other teacher: ``G / V`` (:func:`~aimlib.channels.deep_patterns.oracle_fisher_scaled`).
@@ -244,7 +268,7 @@ class DeepAttention(Channel):
         xp, _, g = self._log_z_and_g(y, omega, V)
         return to_device(g, xp)
 
-    def output_moments(self, q, Q0, *, shared=0.0, n: int = 60_000, seed=0):
+    def output_moments(self, q, Q0, *, shared=0.0, cross: float = 0.0, n: int = 60_000, seed=0):
         r"""``F_{ll'} = 2 sum_{a<=b} Sigma_ab E[g_{l,ab} g_{l',ab}]`` by Monte Carlo, with standard errors.
 
         The estimates are ``omega_l = sqrt(s_l) z_0 + sqrt(q_l - s_l) z_l`` (``z_0, ..., z_L``
@@ -253,6 +277,14 @@ class DeepAttention(Channel):
         share the index of the identity, ``s = rho`` (book, chapter "Deep attention"); centred
         teachers have ``s = 0``, the law of :meth:`fisher`.  The diagonal of ``F`` is ``F_l``
         under that law, the off-diagonal the cross terms a diagonal state evolution drops.
+
+        ``cross`` (two layers) is the residual cross-covariance ``e_12`` that one denoiser per
+        layer leaves under correlated noises (:mod:`aimlib.priors.correlated`): then
+        ``Cov(omega_1, omega_2) = sqrt(s_1 s_2) + e_12`` while ``Cov(h_l, omega_l') = Cov(h_1, h_2)
+        = sqrt(s_1 s_2)``, so ``h | omega`` has mean ``omega - C Omega^{-1} omega`` and covariance
+        ``Q - Omega + 2 C - C Omega^{-1} C`` (``C`` the matrix with ``e_12`` off the diagonal,
+        ``Omega`` the estimates' covariance, ``Q`` the indices'); ``g`` is still the algorithm's
+        :meth:`g_out`, which assumes ``h | omega ~ N(omega, V)``.
 
         Returns
         -------
@@ -263,13 +295,40 @@ class DeepAttention(Channel):
         q, Q0, _, V = self._fisher_args(q, Q0, 2)
         s = tuple(v.in_range(f"shared[{i}]", x, 0.0, q[i]) for i, x in enumerate(np.broadcast_to(shared, (L,))))
         n = v.integer("n", n, minimum=100)
+        mean, chol, w = _residual_law(q, Q0, s, v.real("cross", cross), L)
         z0 = sample_indices(n, 2, 1.0, rng)
-        omega = np.stack([np.sqrt(s[l]) * z0 + sample_indices(n, 2, q[l] - s[l], rng) for l in range(L)], axis=1)
-        h = omega + np.stack([sample_indices(n, 2, V[l], rng) for l in range(L)], axis=1)
+        omega = np.stack([np.sqrt(s[l]) * z0 + sample_indices(n, 2, q[l] - s[l] - abs(cross), rng)
+                          for l in range(L)], axis=1)
+        xi = np.stack([sample_indices(n, 2, 1.0, rng) for _ in range(L)], axis=1)
+        if cross:
+            omega += np.sqrt(abs(cross)) * np.einsum("l,nab->nlab", w, sample_indices(n, 2, 1.0, rng))
+        h = np.einsum("lm,nmab->nlab", mean, omega) + np.einsum("lm,nmab->nlab", chol, xi)
         iu = np.triu_indices(2)
         g = self.g_out(self(h, seed=rng), omega, V)[..., iu[0], iu[1]]
         terms = 2 * np.einsum("nlk,nmk,k->nlm", g, g, sigma2(2)[iu])
         return terms.mean(axis=0), terms.std(axis=0) / np.sqrt(n)
+
+
+def _residual_law(q, Q0, s, cross: float, L: int):
+    r"""``(M, K^{1/2}, w)``: ``h = M omega + K^{1/2} xi`` given the estimates, and the signs ``w`` of the
+    estimates' shared draw ``sqrt(|e_12|) w_l z_12`` (:meth:`DeepAttention.output_moments`)."""
+    if cross and L != 2:
+        raise ValueError(f"cross is the residual cross-covariance of two layers, got cross={cross!r} with {L} layers")
+    V = np.asarray(Q0) - q
+    if not cross:
+        return np.eye(L), np.diag(np.sqrt(V)), None
+    C = np.array([[0.0, cross], [cross, 0.0]])
+    root = np.sqrt(np.asarray(s, dtype=float))
+    Omega = np.outer(root, root) + np.diag(np.asarray(q) - s) + C
+    if min(np.asarray(q) - s) <= abs(cross):
+        K = -np.eye(2)
+    else:
+        K = np.diag(V) + C - C @ np.linalg.solve(Omega, C)
+    if np.linalg.eigvalsh(K).min() <= 0:
+        raise ValueError(f"cross = {cross!r} is too large for the overlaps q = {q} and known parts {s}: the "
+                         "joint law of the indices and the estimates is not a covariance (|cross| must stay "
+                         "below q_l - s_l and leave h | omega a positive variance)")
+    return np.eye(L) - C @ np.linalg.inv(Omega), np.linalg.cholesky(K), np.array([1.0, np.sign(cross)])
 
 
 # -- the rho -> 0 limit at fixed alpha_bar = alpha / rho (every layer) ------------------

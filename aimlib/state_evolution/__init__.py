@@ -21,14 +21,16 @@ Every function takes the channel and the prior(s) (``rho``: a width ratio, a
 noiseless linear-type channels, ``F_out = k/V``), :mod:`~.fixed_point`
 (iteration, one overlap per component; for layers that share a known part, GAMP-RIE's
 state evolution and the oracle's), :mod:`~.solve` (one point or a curve),
-:mod:`~.free_entropy` (the potential and the generalization error).
+:mod:`~.free_entropy` (the potential and the generalization error), :mod:`~.cross` (the cross
+overlap two-layer GAMP-RIE creates at a separable fixed point).
 """
+from .cross import CrossOverlap, cross_overlap
 from .fixed_point import PREDICTIONS, SEResult, fixed_point, oracle_fixed_point
 from .free_entropy import free_entropy, generalization_error, output_free_entropy, prior_free_entropy
 from .solve import SECurve, curve, solve
 from .threshold import perfect_recovery_threshold
 
 __all__ = [
-    "SEResult", "SECurve", "PREDICTIONS", "solve", "fixed_point", "oracle_fixed_point", "curve", "perfect_recovery_threshold", "prior_free_entropy",
+    "SEResult", "SECurve", "PREDICTIONS", "CrossOverlap", "cross_overlap", "solve", "fixed_point", "oracle_fixed_point", "curve", "perfect_recovery_threshold", "prior_free_entropy",
     "output_free_entropy", "free_entropy", "generalization_error",
 ]

@@ -17,8 +17,9 @@ known part (priors of non-zero mean, e.g. Wishart) has correlated estimates and 
 cross term, and three hardmax layers have one for every prior (:func:`cross_terms`);
 there one overlap per layer is not the Bayes state evolution.  What
 :func:`fixed_point` iterates then is GAMP-RIE's with one denoiser per layer
-(:meth:`~aimlib.channels.DeepAttention.separable_fisher`, an upper bound on the Bayes
-error), and :func:`oracle_fixed_point` gives the lower bound of the oracle that knows the
+(:meth:`~aimlib.channels.DeepAttention.separable_fisher`; it leaves out the cross overlap
+that the layers' correlated noises create, :mod:`~aimlib.state_evolution.cross`, so it is not
+established as a bound on the Bayes error), and :func:`oracle_fixed_point` gives the lower bound of the oracle that knows the
 other layers (book, chapter "Deep attention").
 """
 from __future__ import annotations
@@ -39,7 +40,8 @@ __all__ = ["SEResult", "fixed_point", "oracle_fixed_point", "components", "prior
 
 #: what a fixed point predicts (:attr:`SEResult.prediction`)
 PREDICTIONS = {"bayes": "the Bayes-optimal error (replica-symmetric)",
-               "separable-gamp": "the error of GAMP-RIE with one denoiser per layer, an upper bound on the Bayes error",
+               "separable-gamp": ("the separable state evolution of GAMP-RIE with one denoiser per layer (its cross "
+                                  "overlap left out; not established as a bound on the Bayes error)"),
                "oracle": "the error of the oracle given the other layers, a lower bound on the Bayes error"}
 
 

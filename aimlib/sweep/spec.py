@@ -31,8 +31,8 @@ take a range ``{start: 0.01, stop: 0.2, num: 20, spacing: linear|log}``
 ``teachers`` (one value, default ``wishart``) is the family a width names
 (:func:`aimlib.priors.make_priors`); it enters a run's key only when it is
 ``centred``; the ``se`` rows of ``deep-hardmax`` with Wishart teachers (whose layers share
-the index of ``sqrt(rho) I``) are the state evolution of GAMP-RIE with one denoiser per
-layer, an upper bound on the Bayes error.  For ``deep-hardmax`` (two hardmax layers, ``T = 2``,
+the index of ``sqrt(rho) I``) are the separable state evolution of GAMP-RIE with one denoiser
+per layer (its cross overlap left out).  For ``deep-hardmax`` (two hardmax layers, ``T = 2``,
 methods ``se`` and ``amp``) a value of ``rho`` is one width for both layers or a
 list ``[rho_1, rho_2]`` (so ``rho: [[0.25, 0.5], 0.5]`` is a grid of two), and
 the result columns ``mmse_layers`` and ``mmse_pred_layers`` hold one error per

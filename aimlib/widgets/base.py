@@ -248,7 +248,7 @@ def deep_curve_cached(c: float, rho1: float, rho2: float, lo: float, hi: float, 
 
     Centred teachers (:class:`aimlib.priors.Centred`): the Bayes error (exact).  Wishart
     teachers, whose layers share the index of ``sqrt(rho) I``: the state evolution of GAMP-RIE
-    with one denoiser per layer, an upper bound on the Bayes error (book, chapter "Deep attention").
+    with one denoiser per layer, the cross overlap of its layers left out (book, chapter "Deep attention").
     """
     alphas = _alpha_grid(lo, hi, "log", n)
     priors = make_priors(DeepAttention(c=c), (rho1, rho2), teachers)

@@ -39,7 +39,7 @@ class _DeepPanel(Panel):
         p = data["params"]
         fig, (ax,) = figure()
         a = data["alpha"]
-        what = "" if p["teachers"] == "centred" else ", GAMP-RIE: upper bound"
+        what = "" if p["teachers"] == "centred" else ", GAMP-RIE's separable SE"
         ax.plot(a, data["mmse_1"], lw=2, label=f"layer 1 (ρ₁ = {p['rho1']:g}{what})")
         ax.plot(a, data["mmse_2"], lw=2, label=f"layer 2 (ρ₂ = {p['rho2']:g}{what})")
         ax.plot(a, data["one_layer"], "k:", lw=1.5, label=f"one hardmax layer, ρ = {p['rho2']:g}")
@@ -57,7 +57,7 @@ def deep_panel(c: float = 0.5, rho1: float = 0.5, rho2: float = 0.5, alpha_range
     Controls: ``c`` (residual strength, in ``[-100, 100]`` at least
     :data:`~aimlib.channels.deep_hardmax.C_MARGIN` from -1, 0 and 1; a ``c`` whose output
     functions are not stored is tabulated once, with its progress in the message line), ``teachers`` (``centred``: the Bayes
-    error; ``wishart``: GAMP-RIE's state evolution, an upper bound on it), ``rho1``,
+    error; ``wishart``: GAMP-RIE's separable state evolution, its cross overlap left out), ``rho1``,
     ``rho2`` (log sliders) and ``alpha_range`` (text).  ``panel.last_data``: ``params``,
     ``alpha``, ``mmse_1``, ``mmse_2`` (from :func:`aimlib.state_evolution.curve`
     with :class:`aimlib.channels.DeepAttention`) and ``one_layer`` (one hardmax

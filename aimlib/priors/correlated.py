@@ -1,0 +1,125 @@
+r"""Two layers denoised one at a time under correlated noises: the residual cross-covariance.
+
+GAMP-RIE with one denoiser per layer (book, chapter "Deep attention") hands layer ``l``
+the observation ``R_l = S_l + sqrt(Delta_l) Z_l``, with ``(Delta_1, Delta_2, kappa)`` read
+off the output moment matrix ``F`` by :func:`layer_noises`: ``Delta_l = (F^{-1})_ll/alpha``
+and ``Z_1``, ``Z_2`` GOE matrices whose entries have correlation
+``kappa = -F_12/sqrt(F_11 F_22)``.  Each layer's posterior mean ``S_hat_l`` given ``R_l``
+alone leaves the residual ``E_l = S_hat_l - S_l``, and with ``kappa != 0`` the two
+residuals are correlated even though the teachers are independent:
+
+.. math::  e_{12}(\kappa) = \lim \tfrac1d\,\mathbb E\,\mathrm{Tr}(E_1E_2)
+           = \kappa\,\frac{\mathrm{mmse}_1\,\mathrm{mmse}_2}{\sqrt{\Delta_1\Delta_2}} + O(\kappa^2).
+
+The first order is Gaussian integration by parts in ``kappa``: the teachers are independent,
+so only the noises couple the residuals, and to first order through each denoiser's mean
+Jacobian, which for a posterior mean is ``mmse_l/Delta_l`` times the identity (the Onsager
+term of :meth:`~aimlib.priors.base.Prior.denoise`, a Nishimori identity).  The higher orders
+are the overlaps of the residuals' higher Wiener chaoses (non-negative for equal layers); a
+linear denoiser has none, so for Gaussian priors the first order is exact
+(:func:`gaussian_pair`).  For Wishart priors they are measured (:func:`measure_cross_residual`,
+book, section "The cross overlap").
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _validate as v
+from ..rmt.spectrum import sample_goe
+
+__all__ = ["check_kappa", "layer_noises", "cross_residual", "correlated_goe", "measure_cross_residual",
+           "gaussian_pair"]
+
+
+def check_kappa(kappa) -> float:
+    """``kappa`` as a float if it lies in the open interval ``(-1, 1)``, else ``ValueError``."""
+    kappa = v.real("kappa", kappa)
+    if not -1.0 < kappa < 1.0:
+        raise ValueError(f"kappa, the correlation of the two layers' noises, must lie in (-1, 1), got {kappa!r}")
+    return kappa
+
+
+def layer_noises(F, alpha: float) -> tuple:
+    r"""``(Delta_1, Delta_2, kappa)``: the noises GAMP-RIE hands each layer, from the moment matrix ``F``.
+
+    ``R = S + (alpha F)^{-1/2} xi`` (book, equation ``deep-eq-gamp-corr``): layer ``l`` sees
+    noise of variance ``Delta_l = (F^{-1})_ll / alpha``, and the two noises have correlation
+    ``kappa = (F^{-1})_12 / sqrt((F^{-1})_11 (F^{-1})_22) = -F_12/sqrt(F_11 F_22)``.
+    ``F`` must be a symmetric positive-definite ``2 x 2`` matrix (a singular one leaves a
+    direction of the two teachers unobserved, and ``kappa = +-1``).
+    """
+    F = v.symmetric_matrix("F", F)
+    alpha = v.positive("alpha", alpha)
+    if F.shape != (2, 2):
+        raise ValueError(f"F must be the 2 x 2 output moment matrix of two layers, got shape {F.shape}")
+    det = F[0, 0] * F[1, 1] - F[0, 1] ** 2
+    if min(F[0, 0], F[1, 1]) <= 0 or det <= 1e-12 * F[0, 0] * F[1, 1]:
+        raise ValueError(f"the output moment matrix F = {F.tolist()} is singular or not positive definite "
+                         f"(det = {det:.3g}): the layers' noises are not defined")
+    inv = np.linalg.inv(F)
+    return float(inv[0, 0] / alpha), float(inv[1, 1] / alpha), float(-F[0, 1] / np.sqrt(F[0, 0] * F[1, 1]))
+
+
+def cross_residual(mmse, deltas, kappa) -> float:
+    r"""``e_12 = kappa mmse_1 mmse_2 / sqrt(Delta_1 Delta_2)``: the residual cross-covariance to first order in ``kappa``.
+
+    ``mmse_l`` is layer ``l``'s error at its noise ``Delta_l`` (module docstring).  Exact for
+    Gaussian priors; for Wishart ones the next order is measured (:func:`measure_cross_residual`).
+    """
+    m = [v.nonnegative(f"mmse[{i}]", x) for i, x in enumerate(mmse)]
+    dl = [v.positive(f"deltas[{i}]", x, allow_inf=True) for i, x in enumerate(deltas)]
+    if len(m) != 2 or len(dl) != 2:
+        raise ValueError(f"mmse and deltas must hold two values (one per layer), got {len(m)} and {len(dl)}")
+    return check_kappa(kappa) * m[0] * m[1] / float(np.sqrt(dl[0] * dl[1]))
+
+
+def correlated_goe(d: int, kappa, seed=None) -> tuple:
+    """``(Z_1, Z_2)``: GOE matrices (:func:`~aimlib.rmt.spectrum.sample_goe`) whose entries have correlation ``kappa``."""
+    kappa = check_kappa(kappa)
+    rng = v.generator(seed)
+    Z1, Z = sample_goe(d, rng), sample_goe(d, rng)
+    return Z1, kappa * Z1 + np.sqrt(1.0 - kappa * kappa) * Z
+
+
+def measure_cross_residual(priors, deltas, kappa, d: int, seed=None) -> dict:
+    r"""One draw of ``(1/d) Tr(E_1 E_2)`` and of each ``(1/d) ||E_l||^2``, each layer denoised alone.
+
+    Teachers ``S_l`` from ``priors`` (independent), ``R_l = S_l + sqrt(Delta_l) Z_l`` with
+    :func:`correlated_goe` noises, ``S_hat_l`` each prior's own
+    :meth:`~aimlib.priors.base.Prior.denoise` of ``R_l`` at ``Delta_l`` (on the host).
+
+    Returns
+    -------
+    dict
+        ``e_12`` and ``mmse`` (a pair): the measured cross-covariance and errors.
+    """
+    if len(priors) != 2 or len(deltas) != 2:
+        raise ValueError(f"priors and deltas must hold two values (one per layer), got {len(priors)} and "
+                         f"{len(deltas)}")
+    dl = [v.positive(f"deltas[{i}]", x) for i, x in enumerate(deltas)]
+    d = v.integer("d", d, minimum=2)
+    rng = v.generator(seed)
+    S = [p.sample(d, rng) for p in priors]
+    Z = correlated_goe(d, kappa, rng)
+    E = [p.denoise(s + np.sqrt(x) * z, (x,))[0] - s for p, s, z, x in zip(priors, S, Z, dl)]
+    return {"e_12": float(np.sum(E[0] * E[1]) / d), "mmse": tuple(float(np.sum(e * e) / d) for e in E)}
+
+
+def gaussian_pair(deltas, kappa) -> tuple:
+    r"""``(separate, joint)``: the ``2 x 2`` error matrices of two unit-variance GOE teachers.
+
+    Observed as ``R_l = S_l + sqrt(Delta_l) Z_l`` with noise covariance
+    ``N = [[Delta_1, kappa s], [kappa s, Delta_2]]``, ``s = sqrt(Delta_1 Delta_2)``, per entry.
+    One posterior mean per layer, ``R_l/(1 + Delta_l)``, has errors ``Delta_l/(1 + Delta_l)``
+    and cross-covariance :func:`cross_residual` exactly; the joint posterior mean
+    ``(I + N^{-1})^{-1} N^{-1} R`` has the error matrix ``(I + N^{-1})^{-1}``, below the
+    separate one in the positive semi-definite order.
+    """
+    dl = [v.positive(f"deltas[{i}]", x) for i, x in enumerate(deltas)]
+    kappa = check_kappa(kappa)
+    m = [x / (1.0 + x) for x in dl]
+    cross = cross_residual(m, dl, kappa)
+    separate = np.array([[m[0], cross], [cross, m[1]]])
+    s = kappa * np.sqrt(dl[0] * dl[1])
+    N = np.array([[dl[0], s], [s, dl[1]]])
+    return separate, np.linalg.inv(np.eye(2) + np.linalg.inv(N))

@@ -1,0 +1,72 @@
+r"""The cross overlap that two-layer GAMP-RIE with one denoiser per layer creates.
+
+At a fixed point of the separable state evolution
+(:meth:`~aimlib.channels.DeepAttention.separable_fisher`) the output moment matrix ``F``
+(:meth:`~aimlib.channels.DeepAttention.moment_matrix`) hands layer ``l`` the noise
+``Delta_l = (F^{-1})_ll/alpha``, the two noises with correlation ``kappa = -F_12/sqrt(F_11 F_22)``
+(:func:`~aimlib.priors.correlated.layer_noises`).  Each layer's RIE then leaves residuals whose
+cross-covariance is, to first order in ``kappa``,
+
+.. math::  q_{12} = \tfrac1d\mathrm{Tr}(\hat C_1\hat C_2) = \kappa\,
+           \frac{\mathrm{mmse}_1\,\mathrm{mmse}_2}{\sqrt{\Delta_1\Delta_2}}
+
+(:func:`~aimlib.priors.correlated.cross_residual`; ``C_l_hat = S_l_hat - E S_l`` the centred
+estimates, whose cross overlap is that of the residuals since the teachers are independent).
+Centred teachers have ``F_12 = 0`` exactly, hence ``kappa = 0`` and ``q_12 = 0``: the
+separable state evolution is their exact one.  This is the prior side only: fed back into the law of the
+indices given the estimates, ``q_12`` moves the moments GAMP-RIE measures
+(:meth:`~aimlib.channels.DeepAttention.output_moments`, ``cross``), which this state
+evolution does not carry (book, section "The cross overlap").
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import _validate as v
+from ..priors.correlated import cross_residual, layer_noises
+from .fixed_point import cross_terms
+
+__all__ = ["CrossOverlap", "cross_overlap"]
+
+
+@dataclass(frozen=True)
+class CrossOverlap:
+    """The noises of two-layer GAMP-RIE at a separable fixed point, and the cross overlap they create.
+
+    Attributes
+    ----------
+    kappa : float
+        Correlation of the two layers' noises, ``-F_12/sqrt(F_11 F_22)``.
+    deltas : tuple
+        The noises ``(Delta_1, Delta_2)`` (``inf`` at ``alpha = 0``).
+    q_12 : float
+        The centred estimates' cross overlap to first order in ``kappa``.
+    """
+
+    kappa: float
+    deltas: tuple
+    q_12: float
+
+
+def cross_overlap(alpha: float, q, mmse, channel, priors, T: int = 2) -> CrossOverlap:
+    """The :class:`CrossOverlap` at the separable fixed point ``(q, mmse)`` of two layers at ``alpha``.
+
+    ``priors`` are the two teachers' priors (their ``mean_square`` is the known part each
+    layer's estimate shares); ``channel`` a two-layer :class:`~aimlib.channels.DeepAttention`.
+    """
+    alpha = v.nonnegative("alpha", alpha)
+    if len(priors) != 2 or getattr(channel, "n_indices", None) != 2:
+        raise ValueError(f"cross_overlap: two layers and two priors, got {channel!r} and {len(priors)} priors")
+    Q0 = tuple(a + b for a, b in zip(q, mmse))
+    if cross_terms(channel, priors):
+        F = channel.moment_matrix(tuple(q), Q0, T, tuple(p.mean_square() for p in priors))
+    else:                                       # centred teachers: F_12 = 0 exactly (the layer-2 sign flip)
+        F = np.diag(channel.fisher(tuple(q), Q0, T))
+    if alpha == 0:
+        kappa = float(-F[0, 1] / math.sqrt(F[0, 0] * F[1, 1]))
+        return CrossOverlap(kappa, (math.inf, math.inf), 0.0)
+    d1, d2, kappa = layer_noises(F, alpha)
+    return CrossOverlap(kappa, (d1, d2), cross_residual(mmse, (d1, d2), kappa))
