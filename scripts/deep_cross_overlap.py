@@ -51,7 +51,7 @@ def run(alpha: float, d: int, seed: int) -> dict:
     return {"alpha": alpha, "d": d, "seed": seed, "mmse_1": res.mmse[0], "mmse_2": res.mmse[1],
             "q_12": _overlap(*centred), "e_12": _overlap(*(S_hat - S)), "s_12": _overlap(*teach),
             "delta_1": float(last["delta"][0][0]), "delta_2": float(last["delta"][1][0]),
-            "kappa_R": _overlap(*noise) / np.sqrt(_overlap(*noise[:1] * 2) * _overlap(*noise[1:] * 2)),
+            "kappa_R": _overlap(*noise) / np.sqrt(_overlap(noise[0], noise[0]) * _overlap(noise[1], noise[1])),
             "e_12_R": _overlap(*rie), "iterations": res.iterations, "reason": res.reason,
             "seconds": round(res.seconds, 1)}
 

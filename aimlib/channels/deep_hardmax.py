@@ -320,11 +320,11 @@ def _residual_law(q, Q0, s, cross: float, L: int):
     C = np.array([[0.0, cross], [cross, 0.0]])
     root = np.sqrt(np.asarray(s, dtype=float))
     Omega = np.outer(root, root) + np.diag(np.asarray(q) - s) + C
-    if min(np.asarray(q) - s) <= abs(cross):
-        K = -np.eye(2)
-    else:
+    too_large = min(np.asarray(q) - s) <= abs(cross)   # the estimates' own draws need variance q_l - s_l - |e_12|
+    if not too_large:
         K = np.diag(V) + C - C @ np.linalg.solve(Omega, C)
-    if np.linalg.eigvalsh(K).min() <= 0:
+        too_large = np.linalg.eigvalsh(K).min() <= 0
+    if too_large:
         raise ValueError(f"cross = {cross!r} is too large for the overlaps q = {q} and known parts {s}: the "
                          "joint law of the indices and the estimates is not a covariance (|cross| must stay "
                          "below q_l - s_l and leave h | omega a positive variance)")
