@@ -9,7 +9,11 @@ Stages (``--stage``, in this order by default: the open questions first):
 ``deep``
     Two hardmax attention layers (``c = 0.5``, ``rho_1 = rho_2 = 0.5``, ``alpha = 0.5``) at
     ``d = 500, 1000``, Wishart and centred teachers, each layer's error against the state
-    evolution of its family (the sweeps ``deep_amp_*`` stop at ``d = 200``).
+    evolution of its family (the sweeps ``deep_amp_*`` stop at ``d = 200``), and the residual
+    cross-covariance ``e_12 = (1/d) Tr((S1_hat - S1)(S2_hat - S2))`` against the state
+    evolution's first-order cross overlap ``se_q_12``
+    (:func:`aimlib.state_evolution.cross_overlap`; ``scripts/deep_cross_overlap.py`` stops at
+    ``d = 400``).
 ``float32``
     Softmax ``T = 2``, ``rho = 0.5``, ``alpha = 0.1`` at ``d = 2000``: one float64 data set run
     in float64 and in float32; the float32 row carries the difference of the errors.
@@ -145,6 +149,9 @@ def gamp_row(data, channel, args, *, dtype=np.float64, se=None, host_g_out=False
     except ConvergenceError as err:
         return {**row, "converged": False, "reason": f"error: {err}", **_memory(xp)}
     mmse = res.mmse if check else model.estimation_error(res.S_hat, to_host(data.S))
+    if len(data.priors) == 2:                       # two layers: their residuals' cross-covariance
+        E1, E2 = res.S_hat - to_host(data.S)
+        row["e_12"] = float((E1 * E2).sum() / d)
     flops = amp.flops_per_iteration(int(n), T, d) * len(data.priors)
     return {**row, "iterations": res.iterations, "seconds": res.seconds, "converged": bool(res.converged),
             "reason": res.reason, "mmse": _errors(mmse), "checked": check, "m": _errors(res.m),
@@ -172,8 +179,8 @@ class Stage:
         row["wall_s"] = time.perf_counter() - t0
         self.rows[-1] = row
         self._write()
-        show = {k: row.get(k) for k in ("d", "dtype", "iterations", "seconds", "mmse", "se_mmse", "reason",
-                                        "status")}
+        show = {k: row.get(k) for k in ("d", "dtype", "iterations", "seconds", "mmse", "se_mmse", "e_12",
+                                        "se_q_12", "reason", "status") if k in row}
         print(self.name, " ".join(f"{k}={_short(val)}" for k, val in show.items()), flush=True)
         return row
 
@@ -206,14 +213,17 @@ def stage_hardmax(args):
 def stage_deep(args):
     """Two hardmax layers (``c = 0.5``, ``rho = (0.5, 0.5)``) per ``d``, teacher family and seed."""
     st, ch, rho = Stage("deep", args), make_channel("deep-hardmax", c=0.5), (0.5, 0.5)
-    se = {fam: state_evolution.solve(args.deep_alpha, ch, T=2, rho=make_priors(ch, rho, fam)).mmse
-          for fam in ("wishart", "centred")}
+    priors = {fam: make_priors(ch, rho, fam) for fam in ("wishart", "centred")}
+    fps = {fam: state_evolution.solve(args.deep_alpha, ch, T=2, rho=p) for fam, p in priors.items()}
+    cross = {fam: state_evolution.cross_overlap(args.deep_alpha, fp.q, fp.mmse, ch, priors[fam]).q_12
+             for fam, fp in fps.items()}
     for d in args.deep_d:
         for fam in ("wishart", "centred"):
             for seed in args.seeds:
                 def row(d=d, fam=fam, seed=seed):
                     data = sample(args, args.deep_alpha, d, rho, ch, seed, teachers=fam)
-                    return gamp_row(data, ch, args, se=se[fam], host_g_out=True, max_iter=args.max_iter)
+                    return {**gamp_row(data, ch, args, se=fps[fam].mmse, host_g_out=True, max_iter=args.max_iter),
+                            "se_q_12": cross[fam]}
                 st.run(dict(d=d, seed=seed, channel="deep-hardmax", c=0.5, rho=list(rho), teachers=fam), row)
     return st
 

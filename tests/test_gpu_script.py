@@ -70,3 +70,8 @@ def test_smoke_run_writes_every_stage(script, backend, request, tmp_path, monkey
     assert [r["dtype"] for r in rows] == ["float64", "float32"] and abs(rows[1]["mmse_minus_float64"]) < 0.05
     deep = json.loads((tmp_path / "gpu_deep.json").read_text())["rows"]
     assert {r["teachers"] for r in deep} == {"wishart", "centred"} and all(len(r["mmse"]) == 2 for r in deep)
+    # the residual cross-covariance is recorded beside the state evolution's: zero for centred teachers,
+    # negative for Wishart ones (book, chapter "Correlated layers"), and bounded by Cauchy-Schwarz
+    assert all(abs(r["e_12"]) <= np.sqrt(np.prod(r["mmse"])) for r in deep)
+    assert {r["teachers"]: r["se_q_12"] for r in deep}["centred"] == 0.0
+    assert {r["teachers"]: r["se_q_12"] for r in deep}["wishart"] < 0

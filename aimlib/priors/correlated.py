@@ -18,7 +18,7 @@ term of :meth:`~aimlib.priors.base.Prior.denoise`, a Nishimori identity).  The h
 are the overlaps of the residuals' higher Wiener chaoses (non-negative for equal layers); a
 linear denoiser has none, so for Gaussian priors the first order is exact
 (:func:`gaussian_pair`).  For Wishart priors they are measured (:func:`measure_cross_residual`,
-book, section "The cross overlap").
+book, chapter "Correlated layers").
 """
 from __future__ import annotations
 

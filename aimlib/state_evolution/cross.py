@@ -16,7 +16,7 @@ Centred teachers have ``F_12 = 0`` exactly, hence ``kappa = 0`` and ``q_12 = 0``
 separable state evolution is their exact one.  This is the prior side only: fed back into the law of the
 indices given the estimates, ``q_12`` moves the moments GAMP-RIE measures
 (:meth:`~aimlib.channels.DeepAttention.output_moments`, ``cross``), which this state
-evolution does not carry (book, section "The cross overlap").
+evolution does not carry (book, chapter "Correlated layers").
 """
 from __future__ import annotations
 
