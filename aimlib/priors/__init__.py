@@ -9,7 +9,9 @@ entropy and GAMP-RIE use and :func:`check_prior` checks.
 * :mod:`~aimlib.priors.wishart` -- ``S = W W^T/sqrt(r d)`` (tied key and query) and its centred variant;
 * :mod:`~aimlib.priors.rectangular` -- ``S = Q K^T/sqrt(r d)`` (untied key and query, two sectors);
 * :mod:`~aimlib.priors.sampled` -- the same law, denoised by sampling its posterior (HMC);
+* :mod:`~aimlib.priors.hmc` -- the Hamiltonian Monte Carlo engine of the sampled posteriors;
 * :mod:`~aimlib.priors.correlated` -- two layers denoised one at a time under correlated noises;
+* :mod:`~aimlib.priors.joint` -- the same two layers denoised jointly, by sampling their posterior;
 * :mod:`~aimlib.priors.registry` -- priors by family name and width ratio (:func:`make_prior`);
 * :mod:`~aimlib.priors.check` -- the contract check any new prior runs.
 """

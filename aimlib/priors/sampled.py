@@ -26,18 +26,14 @@ from .. import _validate as v
 from ..backend import get_array_module
 from ..errors import ConvergenceError
 from .gaussian import matrix_parts
+from .hmc import TRAJECTORY, hmc
 from .rectangular import FactorProduct, check_sector_pair, part_norms
 from .wishart import teacher_width
 
-__all__ = ["Sampled", "hmc_chain", "first_step", "refuse", "MIN_ACCEPTANCE", "TARGET_ACCEPTANCE", "TRAJECTORY",
-           "N_BATCHES"]
+__all__ = ["Sampled", "hmc_chain", "first_step", "refuse", "MIN_ACCEPTANCE", "N_BATCHES"]
 
 #: a chain whose mean acceptance after warm-up falls below this is refused
 MIN_ACCEPTANCE = 0.3
-#: acceptance rate the step size is tuned to during warm-up
-TARGET_ACCEPTANCE = 0.75
-#: length of a leapfrog trajectory, in units of the prior's time scale
-TRAJECTORY = 1.5
 #: batches of the kept draws whose means give the Monte Carlo error of the sampled posterior mean
 N_BATCHES = 10
 
@@ -50,61 +46,35 @@ def first_step(rho: float, deltas) -> tuple:
 
 
 def _potential(Q, K, R, weights):
-    """``(U, dU/dQ, dU/dK, S)``: minus the log posterior of the module docstring and its gradient."""
+    """``(U, (dU/dQ, dU/dK), S)``: minus the log posterior of the module docstring, its gradient, ``S``."""
     c = 1.0 / math.sqrt(Q.shape[0] * Q.shape[1])
     S = c * (Q @ K.T)
     EA, EB = matrix_parts(S - R)
     W = weights[0] * EA + weights[1] * EB
     U = 0.5 * float((Q * Q).sum() + (K * K).sum() + weights[0] * (EA * EA).sum() + weights[1] * (EB * EB).sum())
-    return U, Q + c * (W @ K), K + c * (W.T @ Q), S
-
-
-def _trajectory(state, R, weights, step: float, n_leapfrog: int, rng):
-    """One leapfrog trajectory from ``state = (Q, K, U, gQ, gK, S)``; returns ``(proposal, acceptance prob)``."""
-    xp = get_array_module(R)
-    Q, K, U, gQ, gK, _ = state
-    pQ, pK = (xp.asarray(rng.standard_normal(x.shape)) for x in (Q, K))
-    H0 = U + 0.5 * float((pQ * pQ).sum() + (pK * pK).sum())
-    pQ, pK = pQ - 0.5 * step * gQ, pK - 0.5 * step * gK
-    for i in range(n_leapfrog):
-        Q, K = Q + step * pQ, K + step * pK
-        U, gQ, gK, S = _potential(Q, K, R, weights)
-        kick = step if i < n_leapfrog - 1 else 0.5 * step
-        pQ, pK = pQ - kick * gQ, pK - kick * gK
-    H1 = U + 0.5 * float((pQ * pQ).sum() + (pK * pK).sum())
-    return (Q, K, U, gQ, gK, S), (math.exp(min(0.0, H0 - H1)) if math.isfinite(H1) else 0.0)
+    return U, (Q + c * (W @ K), K + c * (W.T @ Q)), S
 
 
 def hmc_chain(Q, K, R, deltas, visit, *, n_steps: int, n_warmup: int, step: float, n_leapfrog: int, seed=None):
-    r"""Hamiltonian Monte Carlo on the posterior of ``(Q, K)`` given ``R``, started at ``(Q, K)``.
+    r"""Hamiltonian Monte Carlo (:func:`aimlib.priors.hmc.hmc`) on the posterior of ``(Q, K)`` given ``R``.
 
-    Each of ``n_steps`` steps draws a Gaussian momentum, runs ``n_leapfrog``
-    leapfrog steps of size ``step`` and accepts by Metropolis.  During the first
-    ``n_warmup`` steps the step size moves towards ``TARGET_ACCEPTANCE``
-    (``step *= exp(0.1 (a - target))``); after them it is fixed, so the chain
-    leaves the posterior invariant, and ``visit(S_t)`` is called with each state.
-    Returns ``(Q, K, acceptance, step)``: the last factors, the mean acceptance
-    after warm-up and the tuned step.
+    The chain starts at ``(Q, K)``; each of ``n_steps`` steps runs ``n_leapfrog``
+    leapfrog steps of size ``step`` (tuned during the first ``n_warmup``), and
+    ``visit(S_t)`` is called with each state after warm-up.  Returns
+    ``(Q, K, acceptance, step)``: the last factors, the mean acceptance after
+    warm-up and the tuned step.
     """
     deltas, rng, d = check_sector_pair(deltas), v.generator(seed), Q.shape[0]
     weights = (d / deltas[0], d / deltas[1])
-    state, accepted = (Q, K, *_potential(Q, K, R, weights)), 0.0
-    for t in range(n_steps):
-        proposal, a = _trajectory(state, R, weights, step, n_leapfrog, rng)
-        if rng.uniform() < a:
-            state = proposal
-        if t < n_warmup:
-            step *= math.exp(0.1 * (a - TARGET_ACCEPTANCE))
-        else:
-            accepted += a
-            visit(state[-1])
-    return state[0], state[1], accepted / max(1, n_steps - n_warmup), step
+    (Q, K), acc, step = hmc((Q, K), lambda X: _potential(*X, R, weights), visit, n_steps=n_steps,
+                            n_warmup=n_warmup, step=step, n_leapfrog=n_leapfrog, rng=rng)
+    return Q, K, acc, step
 
 
-def refuse(acc: float, what: str) -> None:
+def refuse(acc: float, what: str, problem: str = "two-noise posterior sampling") -> None:
     """Raise :class:`~aimlib.errors.ConvergenceError` if the acceptance ``acc`` is below ``MIN_ACCEPTANCE``."""
     if not acc >= MIN_ACCEPTANCE:
-        raise ConvergenceError(f"two-noise posterior sampling: acceptance {acc:.2f} after warm-up (at least "
+        raise ConvergenceError(f"{problem}: acceptance {acc:.2f} after warm-up (at least "
                                f"{MIN_ACCEPTANCE} needed) {what}")
 
 
