@@ -31,6 +31,8 @@ RULES = [
     ("$r,\\ \\rho = r/d$", r"\\rho_\{u", r"p_{u_i} for a density", r"\rho_{u_i}(0)"),
     ("$r,\\ \\rho = r/d$", r"correlation \$r\$|t_1t_2 r\\Big|\\lambda_2, r\)", r"\theta, \gamma for correlations",
      r"estimates of correlation $r$"),
+    ("$r,\\ \\rho = r/d$", r"(?<![\\\w])r_\{12\}", r"\theta_{12} for the correlation of two layers' moments",
+     r"$r_{12} = 1$"),
     ("$f_{\\rm RS}(q,\\hat q)$", r"\\Phi\(q,|\\partial_\{?(?:\\hat )?q\}?\\Phi|extr_\{q,\\hat q\}\\Phi",
      r"f_{\rm RS} for the free entropy (Phi is the normal distribution function)", r"\partial_q\Phi"),
     ("$\\tilde\\alpha = \\alpha/\\rho$", r"\\bar\\alpha\s*=\s*\\alpha/\\rho|\\bar\\alpha_\{\\rm WR\}|\\bar\\alpha\s*=\s*\(T\^2-T\)",
