@@ -118,10 +118,50 @@ def test_every_chapter_offers_its_executed_notebook(built_book):
         assert re.search(rf'<a href="{re.escape(href)}"[^>]*btn-download-notebook-button', page), f"{rel}: no .ipynb download"
         notebook = nbformat.read(site / "_sources" / f"{rel}.ipynb", as_version=4)
         nbformat.validate(notebook)
-        code = [c for c in notebook.cells if c.cell_type == "code"]
+        code = [c for c in notebook.cells if c.cell_type == "code" and not c.source.startswith(FINDER)]
         if "{code-cell}" in path.read_text():
             assert code and all(c.execution_count for c in code), f"{rel}: cells not executed"
             assert any(c.outputs for c in code), f"{rel}: no outputs"
+
+
+FINDER = "from aimlib.book_folder import enter_book"
+
+
+def test_a_downloaded_notebook_finds_the_books_files_where_it_was_saved(built_book, tmp_path):
+    """A chapter that reads files committed with the book (``data/``, ``../sweeps``, ...) opens, downloaded,
+    with a note and a call of ``enter_book`` naming them; run from a folder outside the repository, that cell
+    enters the one that holds them, and the chapter's own relative reads then find every one."""
+    import sys
+
+    import jupytext
+    import nbformat
+    from nbclient import NotebookClient
+
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    import aim_notebooks
+
+    _, site = built_book
+    checked = set()
+    for path in toc_files():
+        names = aim_notebooks.needed(jupytext.read(path))
+        rel = path.relative_to(ROOT).with_suffix("")
+        cells = nbformat.read(site / "_sources" / f"{rel}.ipynb", as_version=4).cells
+        if not names:
+            assert not any(c.source.startswith(FINDER) for c in cells), f"{rel}: a finder with nothing to find"
+            continue
+        assert cells[0].cell_type == "markdown" and all(f"`{n}`" in cells[0].source for n in names), rel
+        assert cells[1].cell_type == "code" and cells[1].source.startswith(FINDER), rel
+        if tuple(names) in checked:
+            continue
+        checked.add(tuple(names))
+        probe = nbformat.v4.new_code_cell(f"from pathlib import Path\nassert all(Path(n).exists() for n in {names!r})")
+        folder = tmp_path / rel.name
+        folder.mkdir()
+        notebook = nbformat.v4.new_notebook(cells=[cells[1], probe], metadata={"kernelspec": {
+            "name": "python3", "display_name": "Python 3", "language": "python"}})
+        NotebookClient(notebook, timeout=120, resources={"metadata": {"path": str(folder)}}).execute()
+        assert "reading the book's files" in notebook.cells[0].outputs[0]["text"], rel
+    assert len(checked) >= 5, checked
 
 
 class ProseText(HTMLParser):
