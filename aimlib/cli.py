@@ -36,7 +36,7 @@ Commands
 Both take ``--backend numpy|cupy``, ``--dtype float32|float64``, ``--tokens LAW`` (:mod:`aimlib.tokens`).
 
 ``sweep``
-    A grid of se/amp/gd/gd_avg runs from a YAML spec (:mod:`aimlib.sweep`),
+    A grid of se/amp/gd/gd_avg runs from a YAML spec (:mod:`aimlib.sweep`; the command: :mod:`aimlib.cli_sweep`),
     computed in parallel and appended to a CSV, one row per run; rows already
     there are reused, so an interrupted sweep resumes where it stopped::
 
@@ -62,11 +62,7 @@ A new command is an entry of :data:`COMMANDS` (:func:`register_command`); channe
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
-import warnings
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -80,7 +76,8 @@ from .channels.registry import CHANNELS
 from .cli_checks import (RANGES, Once, Parser, check_channel, check_gd, check_numbers, check_samples, gd_advice,
                          gd_arguments, gd_options, token_law_type)
 from .cli_output import columns, fmt, print_gd_row, print_row, print_table, tabulate_with_progress, values
-from .cluster import CREDENTIALS, check_scheduler
+from .cli_sweep import sweep_arguments, sweep_run
+from .cluster import TLS_HELP, check_scheduler
 from .errors import ConvergenceError
 from .iteration import STOPS
 from .priors import TEACHER_FAMILIES, make_priors
@@ -244,7 +241,6 @@ def _run_arguments(p):
 
 
 #: where the credentials of a TLS scheduler come from, for the help of --scheduler
-_TLS_HELP = f"your CA, certificate and key in Dask's configuration: {', '.join(CREDENTIALS.values())}"
 
 
 def _amp_arguments(p):
@@ -262,7 +258,7 @@ def _amp_arguments(p):
                    help="store (default) or regenerate: hold no tokens, redraw each chunk of samples in every pass")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="shard the samples over Dask workers: 'local' (a LocalCluster on this machine, TLS) "
-                        f"or a scheduler at tls://host:port ({_TLS_HELP}) (default: one process)")
+                        f"or a scheduler at tls://host:port ({TLS_HELP}) (default: one process)")
     p.add_argument("--shards", type=RANGES["positive_int"], default=None,
                    help="runs of samples, one per worker by default (with --scheduler; 'local' starts this "
                         "many workers, default 2, at most the CPUs: each is a process of ~100 MB)")
@@ -303,68 +299,6 @@ def _gd_run(args) -> int:
     return 0
 
 
-# --- sweep: a grid of runs from a YAML spec, cached in a CSV ----------------
-
-def _sweep_arguments(p):
-    p.add_argument("spec", metavar="SPEC", help="sweep spec (YAML), see aimlib.sweep")
-    p.add_argument("--out", default=None,
-                   help="results CSV (default: SPEC with the suffix .csv); finished rows are reused")
-    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help=f"'local' (a Dask LocalCluster), a Dask scheduler at tls://host:port ({_TLS_HELP}), "
-                        "or 'serial' (default: a local process pool)")
-    p.add_argument("--workers", type=RANGES["positive_int"], default=None,
-                   help="local worker processes (default: the number of CPUs)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--dry-run", action="store_true",
-                   help="only print how many runs the spec has and how many are cached")
-
-
-def _sweep_run(args) -> int:
-    sweep = aimlib.sweep   # imported here, on first use
-    spec = sweep.load_spec(args.spec)
-    out = args.out if args.out is not None else str(Path(args.spec).with_suffix(".csv"))
-    _validate.output_file("--out", out)
-    if args.workers is not None:
-        sweep.check_workers("--workers", args.workers)
-    if args.scheduler is not None:
-        check_scheduler("--scheduler", args.scheduler, sweep.driver.SCHEDULER_NAMES)
-    prog = "python -m aimlib sweep"
-
-    def _terminate(signum, frame):  # SIGTERM (kill, scancel, SLURM walltime): stop cleanly
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    in_main = threading.current_thread() is threading.main_thread()
-    old_term = signal.signal(signal.SIGTERM, _terminate) if in_main else None
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            report = sweep.run_sweep(spec, out, scheduler=args.scheduler, workers=args.workers,
-                                     progress=not args.no_progress, dry_run=args.dry_run)
-        except sweep.StorageError as exc:
-            print(f"{prog}: error: {' '.join(str(exc).split())}", file=sys.stderr)
-            return 1
-        except KeyboardInterrupt:
-            print(f"{prog}: interrupted; the finished rows are in {out}, run the same command "
-                  "again to resume", file=sys.stderr)
-            return 130
-        finally:
-            if in_main:
-                signal.signal(signal.SIGTERM, old_term)
-            for w in caught:
-                if not str(w.message).startswith("run "):  # failures are listed below
-                    print(f"{prog}: warning: {' '.join(str(w.message).split())}", file=sys.stderr)
-    name = spec.name or Path(args.spec).stem
-    if args.dry_run:
-        print(f"{name}: {report.n_runs} runs, {report.n_cached} cached, "
-              f"{report.n_runs - report.n_cached} to compute -> {report.path}")
-        return 0
-    print(f"{name}: {report.summary()}")
-    for run, msg in report.failures:
-        print(f"{prog}: run {run.key} ({run.method}, T={run.T}, alpha={run.alpha}, d={run.d}, "
-              f"seed={run.seed}) failed: {msg}", file=sys.stderr)
-    return 1 if report.failures else 0
-
-
 # --- registry and entry point -----------------------------------------------
 
 #: command -> (help, add_arguments(parser), run(args) -> exit status)
@@ -377,7 +311,7 @@ COMMANDS: dict[str, tuple[str, Callable, Callable]] = {
     "gd": ("gradient descent at finite d, single and averaged over restarts, as CSV",
            _gd_arguments, _gd_run),
     "sweep": ("a grid of se/amp/gd runs from a YAML spec, in parallel, cached in a CSV",
-              _sweep_arguments, _sweep_run),
+              sweep_arguments, sweep_run),
 }
 
 

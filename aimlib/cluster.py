@@ -34,7 +34,7 @@ import urllib.parse
 from . import _validate
 from ._optional import optional_import
 
-__all__ = ["CONNECT_TIMEOUT", "CREDENTIALS", "THREAD_VARS", "check_scheduler", "check_workers", "worker_env",
+__all__ = ["CONNECT_TIMEOUT", "CREDENTIALS", "TLS_HELP", "THREAD_VARS", "check_scheduler", "check_workers", "worker_env",
            "private_scratch", "local_cluster", "remote_security", "dask_client"]
 
 #: how long to wait for the Dask scheduler at an address
@@ -45,6 +45,8 @@ CONNECT_TIMEOUT = "20s"
 CREDENTIALS = {"distributed.comm.tls.ca-file": "DASK_DISTRIBUTED__COMM__TLS__CA_FILE",
                "distributed.comm.tls.client.cert": "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT",
                "distributed.comm.tls.client.key": "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY"}
+#: what the command line's help says a TLS scheduler needs
+TLS_HELP = f"your CA, certificate and key in Dask's configuration: {', '.join(CREDENTIALS.values())}"
 
 #: the environment variables that set the thread counts of BLAS and friends
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
