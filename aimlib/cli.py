@@ -161,8 +161,9 @@ def _se_arguments(p):
 
 def _se_run(args) -> int:
     """CSV ``alpha,mmse,q`` per layer; where the layers have cross terms the ``mmse`` columns are
-    GAMP-RIE's, and for two layers ``oracle_l`` columns give the oracle's (a lower bound) and ``q_12`` the
-    cross overlap GAMP-RIE's correlated noises create (:func:`aimlib.state_evolution.cross_overlap`)."""
+    GAMP-RIE's, for two layers ``oracle_l`` columns give the oracle's (a lower bound), and ``q_12`` the
+    cross overlap of layers 1 and 2 that GAMP-RIE's correlated noises create
+    (:func:`aimlib.state_evolution.cross_overlap`)."""
     ch = _channel(args)
     priors = _priors(args, ch)
     res = se.curve(args.alpha, ch, T=args.T, rho=priors, method=args.method)
@@ -170,10 +171,11 @@ def _se_run(args) -> int:
     rows = [[a, *values(m), *values(q)] for a, m, q in zip(res.alpha, res.mmse, res.q)]
     if res.prediction == "separable-gamp" and ch.n_indices == 2:
         head += columns("oracle", ch.n_indices)
-        head += ["q_12"]
         rows = [row + [se.oracle_fixed_point(float(a), ch, ell, T=args.T, rho=priors).mmse
-                       for ell in range(1, ch.n_indices + 1)]
-                + [se.cross_overlap(float(a), q, m, ch, priors, args.T).q_12]
+                       for ell in range(1, ch.n_indices + 1)] for a, row in zip(res.alpha, rows)]
+    if res.prediction == "separable-gamp":
+        head += ["q_12"]
+        rows = [row + [se.cross_overlap(float(a), q, m, ch, priors, args.T).q_12]
                 for a, row, q, m in zip(res.alpha, rows, res.q, res.mmse)]
     print_table(head, rows)
     return 0

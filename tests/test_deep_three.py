@@ -222,14 +222,15 @@ def test_limit_thresholds_of_three_layers():
 
 
 def test_the_cli_prints_three_layers_and_their_onsets(capsys):
-    """se and threshold with --layers 3: GAMP-RIE's separable state evolution (no oracle columns) and the
-    rho -> 0 onsets, the same numbers as the library."""
+    """se and threshold with --layers 3: GAMP-RIE's separable state evolution (no oracle columns, the cross
+    overlap q_12 of layers 1 and 2) and the rho -> 0 onsets, the same numbers as the library."""
     assert cli.main(["se", "--channel", "deep-hardmax", "--layers", "3", "--rho", "0.5", "0.5", "0.5",
                      "--teachers", "centred", "--alpha", "1.0"]) == 0
     header, row = capsys.readouterr().out.strip().splitlines()
-    assert header == "alpha,mmse_1,mmse_2,mmse_3,q_1,q_2,q_3"
+    assert header == "alpha,mmse_1,mmse_2,mmse_3,q_1,q_2,q_3,q_12"
     expected = se.fixed_point(1.0, DeepAttention(c=0.5, layers=3), T=2, rho=(Centred(0.5),) * 3, tol=1e-12)
     assert [float(x) for x in row.split(",")[1:4]] == pytest.approx(list(expected.mmse), abs=1e-8)
+    assert float(row.split(",")[-1]) == pytest.approx(-0.034826, abs=2e-5)   # test_deep_cross.py: layers 1-2
     assert cli.main(["threshold", "--channel", "deep-hardmax", "--layers", "3", "--c", "0.5"]) == 0
     header, *rows = capsys.readouterr().out.strip().splitlines()
     assert header == "layer,alpha_bar" and len(rows) == 3

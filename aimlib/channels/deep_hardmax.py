@@ -31,7 +31,7 @@ from ..errors import check_on_max_iter, max_iter_reached
 from . import hardmax
 from .base import Channel, sample_indices, sigma2
 from . import deep_histories, deep_patterns
-from .deep_histories import fisher_matrix3_direct, log_z_and_g, separable_scaled3
+from .deep_histories import fisher_matrix3, fisher_matrix3_direct, log_z_and_g, separable_scaled3
 from .deep_patterns import fisher_matrix, fisher_scaled, fisher_scaled_direct, oracle_fisher_scaled
 from .lambda_tables import LAMBDA_MAX
 from .softmax import check_beta, row_softmax
@@ -223,16 +223,21 @@ class DeepAttention(Channel):
         return fisher_matrix(self.c, q[0] / V[0], q[1] / V[1], min(r, 1.0)) / np.sqrt(np.outer(V, V))
 
     def moment_matrix(self, q, Q0, T, shared) -> np.ndarray:
-        r"""The ``2 x 2`` output moment matrix ``F`` of two layers whose estimates share ``sqrt(s_1 s_2)``.
+        r"""The output moment matrix ``F`` (one row per layer) of layers whose estimates share ``sqrt(s_1 s_2)``.
 
         ``F_ll' = G_ll'(lambda, r) / sqrt(V_l V_l')`` of :meth:`separable_fisher`, off-diagonal
         included: what :func:`~aimlib.priors.correlated.layer_noises` turns into GAMP-RIE's two
-        noises and their correlation ``kappa = -F_12/sqrt(F_11 F_22)``.
+        noises and their correlation ``kappa = -F_12/sqrt(F_11 F_22)``.  Three layers (centred
+        teachers, ``shared = 0``): the ``3 x 3`` matrix of
+        :func:`~aimlib.channels.deep_histories.fisher_matrix3`, with ``F_13 = F_23 = 0``.
         """
-        if self.n_indices != 2:
-            raise NotImplementedError(f"DeepAttention.moment_matrix: two layers, got layers={self.n_indices}")
         q, Q0, V = self._tabulated(q, Q0, T)
         s = self._shared(shared, q)
+        if self.n_indices == 3:
+            if any(s):
+                raise NotImplementedError(f"DeepAttention(layers=3).moment_matrix: centred teachers only, got "
+                                          f"shared={s}")
+            return fisher_matrix3(self.c, *(q / V)) / np.sqrt(np.outer(V, V))
         return self._moments(q, V, s)
 
     def oracle_fisher(self, layer: int, q: float, Q0, T, shared=(0.0, 0.0)) -> float:

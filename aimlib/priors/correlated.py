@@ -27,8 +27,12 @@ import numpy as np
 from .. import _validate as v
 from ..rmt.spectrum import sample_goe
 
-__all__ = ["check_kappa", "layer_noises", "cross_residual", "correlated_goe", "measure_cross_residual",
+__all__ = ["SINGULAR", "check_kappa", "layer_noises", "cross_residual", "correlated_goe", "measure_cross_residual",
            "gaussian_pair"]
+
+
+#: ``1 - kappa^2`` at or below which the moment matrix counts as singular (the layers' noises undefined)
+SINGULAR = 1e-12
 
 
 def check_kappa(kappa) -> float:
@@ -53,7 +57,7 @@ def layer_noises(F, alpha: float) -> tuple:
     if F.shape != (2, 2):
         raise ValueError(f"F must be the 2 x 2 output moment matrix of two layers, got shape {F.shape}")
     det = F[0, 0] * F[1, 1] - F[0, 1] ** 2
-    if min(F[0, 0], F[1, 1]) <= 0 or det <= 1e-12 * F[0, 0] * F[1, 1]:
+    if min(F[0, 0], F[1, 1]) <= 0 or det <= SINGULAR * F[0, 0] * F[1, 1]:
         raise ValueError(f"the output moment matrix F = {F.tolist()} is singular or not positive definite "
                          f"(det = {det:.3g}): the layers' noises are not defined")
     inv = np.linalg.inv(F)

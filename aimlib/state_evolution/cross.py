@@ -1,4 +1,4 @@
-r"""The cross overlap that two-layer GAMP-RIE with one denoiser per layer creates.
+r"""The cross overlap that GAMP-RIE with one denoiser per layer creates between layers 1 and 2.
 
 At a fixed point of the separable state evolution
 (:meth:`~aimlib.channels.DeepAttention.separable_fisher`) the output moment matrix ``F``
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _validate as v
-from ..priors.correlated import cross_residual, layer_noises
+from ..priors.correlated import SINGULAR, cross_residual, layer_noises
 from .fixed_point import cross_terms
 
 __all__ = ["CrossOverlap", "cross_overlap"]
@@ -34,14 +34,14 @@ __all__ = ["CrossOverlap", "cross_overlap"]
 
 @dataclass(frozen=True)
 class CrossOverlap:
-    """The noises of two-layer GAMP-RIE at a separable fixed point, and the cross overlap they create.
+    """The noises of GAMP-RIE's layers 1 and 2 at a separable fixed point, and the cross overlap they create.
 
     Attributes
     ----------
     kappa : float
         Correlation of the two layers' noises, ``-F_12/sqrt(F_11 F_22)``.
     deltas : tuple
-        The noises ``(Delta_1, Delta_2)`` (``inf`` at ``alpha = 0``).
+        The noises ``(Delta_1, Delta_2)`` (``inf`` at ``alpha = 0`` and where ``kappa = -1``).
     q_12 : float
         The centred estimates' cross overlap to first order in ``kappa``.
     """
@@ -52,21 +52,31 @@ class CrossOverlap:
 
 
 def cross_overlap(alpha: float, q, mmse, channel, priors, T: int = 2) -> CrossOverlap:
-    """The :class:`CrossOverlap` at the separable fixed point ``(q, mmse)`` of two layers at ``alpha``.
+    """The :class:`CrossOverlap` of layers 1 and 2 at the separable fixed point ``(q, mmse)`` at ``alpha``.
 
-    ``priors`` are the two teachers' priors (their ``mean_square`` is the known part each
-    layer's estimate shares); ``channel`` a two-layer :class:`~aimlib.channels.DeepAttention`.
+    ``priors`` are the teachers' priors (their ``mean_square`` is the known part each layer's
+    estimate shares); ``channel`` a :class:`~aimlib.channels.DeepAttention` of two layers, or of
+    three with centred teachers, whose ``F_13 = F_23 = 0`` leave layers 1 and 2 the one
+    correlated pair (their noises come from the upper-left block of ``F``).  Where that block is
+    singular, and at ``alpha = 0``, both noises are infinite, each estimate is its prior mean, and
+    ``q_12 = 0``; three layers at ``lambda = 0`` come close (their outputs carry one combination
+    of the two matrices only, ``kappa = -1`` exactly; the tables give ``1 - kappa^2 = 1e-3``, noises
+    near ``1e4`` and ``|q_12| < 1e-4``).  The first order in ``kappa`` is within a few per cent
+    for ``|kappa| <= 0.5`` and 12 % low at ``kappa = -0.9`` (book, chapter "Correlated layers").
     """
     alpha = v.nonnegative("alpha", alpha)
-    if len(priors) != 2 or getattr(channel, "n_indices", None) != 2:
-        raise ValueError(f"cross_overlap: two layers and two priors, got {channel!r} and {len(priors)} priors")
+    layers = getattr(channel, "n_indices", None)
+    if layers not in (2, 3) or len(priors) != layers:
+        raise ValueError(f"cross_overlap: two or three layers with one prior each, got {channel!r} and "
+                         f"{len(priors)} priors")
     Q0 = tuple(a + b for a, b in zip(q, mmse))
     if cross_terms(channel, priors):
         F = channel.moment_matrix(tuple(q), Q0, T, tuple(p.mean_square() for p in priors))
     else:                                       # centred teachers: F_12 = 0 exactly (the layer-2 sign flip)
         F = np.diag(channel.fisher(tuple(q), Q0, T))
-    if alpha == 0:
-        kappa = float(-F[0, 1] / math.sqrt(F[0, 0] * F[1, 1]))
+    F = F[:2, :2]
+    kappa = float(-F[0, 1] / math.sqrt(F[0, 0] * F[1, 1]))
+    if alpha == 0 or 1 - kappa * kappa <= SINGULAR:
         return CrossOverlap(kappa, (math.inf, math.inf), 0.0)
     d1, d2, kappa = layer_noises(F, alpha)
-    return CrossOverlap(kappa, (d1, d2), cross_residual(mmse, (d1, d2), kappa))
+    return CrossOverlap(kappa, (d1, d2), cross_residual(mmse[:2], (d1, d2), kappa))
