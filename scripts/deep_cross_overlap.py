@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from aimlib import _validate as v
+from aimlib.backend import to_host
 from aimlib.amp import gamp_rie
 from aimlib.channels import DeepAttention
 from aimlib.model import sample_dataset
@@ -40,10 +41,10 @@ def run(alpha: float, d: int, seed: int) -> dict:
     data = sample_dataset(alpha, d, T, RHO, ch, v.run_streams(seed).data, teachers="wishart")
     last = {}
     res = gamp_rie(data.X, data.y, ch, data.priors, S=data.S, max_iter=MAX_ITER, on_max_iter="return",
-                   callback=lambda state: last.update(R=[np.array(r) for r in state.R],
-                                                      delta=[np.atleast_1d(x) for x in state.delta]))
+                   callback=lambda state: last.update(R=[to_host(r) for r in state.R],
+                                                      delta=[np.atleast_1d(to_host(x)) for x in state.delta]))
     eye = np.eye(d)
-    S, S_hat = np.asarray(data.S), res.S_hat
+    S, S_hat = to_host(data.S), res.S_hat
     centred = [S_hat[l] - np.sqrt(RHO[l]) * eye for l in range(2)]
     teach = [S[l] - np.sqrt(RHO[l]) * eye for l in range(2)]
     noise = [last["R"][l] - S[l] for l in range(2)]

@@ -24,7 +24,7 @@ def _seeds(d, rho, deltas, kappa, seeds, **chain):
 
 
 def test_the_problem_has_the_asked_teachers_and_noises():
-    W, S, R = joint_problem(300, (0.5, np.inf), (0.7, 1.3), -0.6, seed=0)
+    W, S, R = joint_problem(300, (0.5, np.inf), (0.7, 1.3), -0.6, seed=0, backend="numpy")
     assert W[0].shape == (300, 150) and W[1].shape == (300, 300)
     np.testing.assert_allclose(S[0], W[0] @ W[0].T / np.sqrt(300 * 150))
     np.testing.assert_allclose(S[1], S[1].T)
