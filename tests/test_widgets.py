@@ -445,3 +445,15 @@ def test_deep_panel_takes_any_residual_in_range(monkeypatch):
     assert "tabulating the output functions of c = 0.7: 11/11 nodes" in seen
     p.controls["c"].value = 1.0
     assert "at least 0.01 from each of -1, 0 and 1" in _readable(p)
+
+
+def test_the_t3_hardmax_curve_ends_where_its_table_does():
+    """At T = 3 the state evolution raises OutsideTable (a ValueError) past the shipped table's range; the panel's
+    curve is NaN from the first alpha there on, and finite before (only that error ends it)."""
+    from aimlib.widgets.base import se_curve_cached
+
+    with pytest.raises(hardmax_polytope.OutsideTable, match="tabulated for q/V"):
+        se.solve(30.0, "hardmax", T=3, rho=0.5, tol=1e-8)
+    alphas, mmse = se_curve_cached("hardmax", 3, 0.5, 0.1, 30.0, "log", 12)
+    first = int(np.argmax(np.isnan(mmse)))
+    assert 0 < first < len(alphas) and np.all(np.isfinite(mmse[:first])) and np.all(np.isnan(mmse[first:]))

@@ -51,7 +51,8 @@ special = LazyModule("scipy.special")   # loaded on first use: `import aimlib.ch
 
 __all__ = ["patterns", "constraint_matrix", "pattern_cone", "pattern_index", "log_partition", "g_out",
            "probabilities", "fisher_scaled_direct", "fisher_scaled", "fisher", "weak_recovery_threshold",
-           "TABLES", "TAU_MAX", "MAX_T", "THRESHOLD_MAX_T", "check_T", "table_nodes", "write_table", "load_table"]
+           "TABLES", "TAU_MAX", "MAX_T", "THRESHOLD_MAX_T", "check_T", "table_nodes", "write_table", "load_table",
+           "OutsideTable"]
 
 #: the largest ``T`` whose Bayes side is offered (the cones grow like ``T^2`` constraints)
 MAX_T = 3
@@ -324,12 +325,19 @@ def load_table() -> dict:
         return {int(T): f[f"coef_T{int(T)}"] for T in f["T"]}
 
 
+class OutsideTable(ValueError):
+    """``q/V`` outside ``[0, TAU_MAX]``, where the shipped table of :func:`fisher_scaled` holds no value."""
+
+
 def fisher_scaled(tau, T: int):
-    r"""``Phi_T(tau)`` from the shipped table (``0 <= tau <= TAU_MAX``; ``T = 2`` or ``3``)."""
+    r"""``Phi_T(tau)`` from the shipped table (``0 <= tau <= TAU_MAX``; ``T = 2`` or ``3``).
+
+    Raises :class:`OutsideTable` (a ``ValueError``) for ``tau`` outside that range.
+    """
     T = check_T(T)
     tau = np.asarray(tau, dtype=float)
     if not np.all(np.isfinite(tau)) or np.any(tau < 0) or np.any(tau > TAU_MAX):
-        raise ValueError(f"the hardmax T = {T} output function is tabulated for q/V in [0, {TAU_MAX:g}] "
+        raise OutsideTable(f"the hardmax T = {T} output function is tabulated for q/V in [0, {TAU_MAX:g}] "
                          f"(errors down to 1/{TAU_MAX:g} of the overlap), got {float(np.max(tau)):.4g}: "
                          "at this sample complexity the error is below the table's range; lower alpha")
     x = 1.0 / np.sqrt(1.0 + tau)
