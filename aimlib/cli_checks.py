@@ -207,8 +207,8 @@ def check_channel(args, command: str) -> None:
     if ch == "hardmax" and args.noise:
         raise ValueError(f"--noise {_g(args.noise)}: --channel hardmax has no Bayes side with label noise; "
                          f"{command} needs --noise 0 (or no --noise) with the hardmax")
-    if t_limit(ch, args.T):
-        raise ValueError(f"--T: {t_limit(ch, args.T)}, got --T {args.T}")
+    if limit := t_limit(ch, args.T):
+        raise ValueError(f"--T: {limit}, got --T {args.T}")
     if ch == "softmax" and args.noise and args.T != 2:
         raise ValueError(f"--T: --channel softmax with --noise is available for T = 2 only, got --T {args.T}; "
                          "without --noise every T >= 2 is solvable")

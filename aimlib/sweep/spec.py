@@ -206,8 +206,8 @@ class SweepSpec:
                 if any(x != 0 for x in self.noise):
                     fail("noise", f"method {m!r} has no label noise; noise must be 0")
         for ch, t in itertools.product(self.channel, self.T):
-            if t_limit(ch, t):
-                fail("T", f"{t_limit(ch, t)}, got T = {t}")
+            if limit := t_limit(ch, t):
+                fail("T", f"{limit}, got T = {t}")
         self._check_layers()
         closed = {(c, n): all(make_run_channel(c, noise=n).linear_k(t) is not None for t in self.T)
                   for c, n in itertools.product(self.channel, self.noise)}

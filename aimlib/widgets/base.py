@@ -103,8 +103,8 @@ def channel_and_tokens(controls: dict) -> tuple[str, int]:
     (:func:`aimlib.channels.registry.t_limit`: hardmax up to ``T = 3``)."""
     channel = v.choice("channel", controls["channel"].value, CHANNELS)
     T = v.integer("T", controls["T"].value, *T_BOUNDS)
-    if t_limit(channel, T):
-        raise BadInput(f"T: {t_limit(channel, T)}; lower T (now T = {T})")
+    if limit := t_limit(channel, T):
+        raise BadInput(f"T: {limit}; lower T (now T = {T})")
     return channel, T
 
 
