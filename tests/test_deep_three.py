@@ -45,6 +45,8 @@ def test_the_layers_argument():
         ch.oracle_fisher(1, 0.5, (1.0,) * 3, 2)
     with pytest.raises(NotImplementedError, match="known part"):
         ch.separable_fisher((0.6,) * 3, (1.5,) * 3, 2, (0.5,) * 3)
+    with pytest.raises(NotImplementedError, match="known part"):
+        ch.moment_matrix((0.6,) * 3, (1.5,) * 3, 2, (0.5,) * 3)
 
 
 @pytest.mark.slow

@@ -207,15 +207,16 @@ class DeepAttention(Channel):
         q, Q0, V = self._tabulated(q, Q0, T)
         s = self._shared(shared, q)
         if self.n_indices == 3:
-            if any(s):
-                raise NotImplementedError("DeepAttention(layers=3): teachers with a known part (Wishart) are not "
-                                          f"implemented, got shared={s}; use centred teachers")
             return tuple(separable_scaled3(self.c, *(q / V)) / V)
         return tuple(1.0 / np.diag(np.linalg.inv(self._moments(q, V, s))))
 
     def _shared(self, shared, q) -> tuple:
-        """The known parts ``s_l`` (one value or one per layer), each in ``[0, q_l]``."""
-        return tuple(v.in_range(f"shared[{i}]", x, 0.0, q[i]) for i, x in enumerate(self._per_index("shared", shared)))
+        """The known parts ``s_l`` (one per layer), each in ``[0, q_l]``; three layers take centred teachers only."""
+        s = tuple(v.in_range(f"shared[{i}]", x, 0.0, q[i]) for i, x in enumerate(self._per_index("shared", shared)))
+        if self.n_indices == 3 and any(s):
+            raise NotImplementedError("DeepAttention(layers=3): teachers with a known part (Wishart) are not "
+                                      f"implemented, got shared={s}; use centred teachers")
+        return s
 
     def _moments(self, q, V, s):
         """Two layers' ``F_ll' = G_ll'(lambda, r)/sqrt(V_l V_l')`` at validated ``(q, V, s)``."""
@@ -234,9 +235,6 @@ class DeepAttention(Channel):
         q, Q0, V = self._tabulated(q, Q0, T)
         s = self._shared(shared, q)
         if self.n_indices == 3:
-            if any(s):
-                raise NotImplementedError(f"DeepAttention(layers=3).moment_matrix: centred teachers only, got "
-                                          f"shared={s}")
             return fisher_matrix3(self.c, *(q / V)) / np.sqrt(np.outer(V, V))
         return self._moments(q, V, s)
 
