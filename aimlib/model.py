@@ -29,7 +29,8 @@ from .priors import Wishart, make_prior, make_priors, teacher_width
 from .tokens import TOKEN_CHUNK, TokenStream, draw_threads, token_law, token_stream
 
 __all__ = ["teacher_width", "sample_teacher", "sample_tokens", "attention_indices", "index_chunk_size",
-           "streamed_indices", "widths", "n_samples", "dataset_bytes", "Dataset", "estimation_error", "sample_dataset", "index_covariance", "index_excess_kurtosis"]
+           "streamed_indices", "widths", "n_samples", "dataset_bytes", "Dataset", "estimation_error",
+           "matrix_overlap", "sample_dataset", "index_covariance", "index_excess_kurtosis"]
 
 
 def sample_teacher(d: int, rho: float, seed=None, *, backend: str | None = None, dtype=np.float64):
@@ -353,6 +354,14 @@ def index_excess_kurtosis(S) -> tuple[float, float]:
     t2 = float(xp.trace(S2))
     t4 = float(xp.sum(S2 * S2))
     return 6 * t4 / t2**2, 12 * t4 / t2**2
+
+
+def matrix_overlap(A, B) -> float:
+    r"""``(1/d) Tr(A B)`` of two symmetric ``d x d`` matrices: an overlap such as ``q = (1/d) Tr(S_hat S)``,
+    or the residual cross-covariance ``e_12`` of two layers' estimates (``A, B`` their residuals)."""
+    if A.shape != B.shape or A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError(f"A and B must be square matrices of one shape, got {tuple(A.shape)} and {tuple(B.shape)}")
+    return float((A * B).sum()) / A.shape[0]
 
 
 def estimation_error(S_hat, S) -> float | np.ndarray:

@@ -150,8 +150,7 @@ def gamp_row(data, channel, args, *, dtype=np.float64, se=None, host_g_out=False
         return {**row, "converged": False, "reason": f"error: {err}", **_memory(xp)}
     mmse = res.mmse if check else model.estimation_error(res.S_hat, to_host(data.S))
     if len(data.priors) == 2:                       # two layers: their residuals' cross-covariance
-        E1, E2 = res.S_hat - to_host(data.S)
-        row["e_12"] = float((E1 * E2).sum() / d)
+        row["e_12"] = model.matrix_overlap(*(res.S_hat - to_host(data.S)))
     flops = amp.flops_per_iteration(int(n), T, d) * len(data.priors)
     return {**row, "iterations": res.iterations, "seconds": res.seconds, "converged": bool(res.converged),
             "reason": res.reason, "mmse": _errors(mmse), "checked": check, "m": _errors(res.m),

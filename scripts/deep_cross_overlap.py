@@ -26,7 +26,7 @@ from aimlib import _validate as v
 from aimlib.backend import to_host
 from aimlib.amp import gamp_rie
 from aimlib.channels import DeepAttention
-from aimlib.model import sample_dataset
+from aimlib.model import matrix_overlap, sample_dataset
 from _rows import data_parser, write_rows
 
 COMMAND = "python scripts/deep_cross_overlap.py"
@@ -49,17 +49,14 @@ def run(alpha: float, d: int, seed: int) -> dict:
     teach = [S[l] - np.sqrt(RHO[l]) * eye for l in range(2)]
     noise = [last["R"][l] - S[l] for l in range(2)]
     rie = [p.denoise(r, tuple(x))[0] - s for p, r, x, s in zip(data.priors, last["R"], last["delta"], S)]
+    noise_norms = [matrix_overlap(z, z) for z in noise]
     return {"alpha": alpha, "d": d, "seed": seed, "mmse_1": res.mmse[0], "mmse_2": res.mmse[1],
-            "q_12": _overlap(*centred), "e_12": _overlap(*(S_hat - S)), "s_12": _overlap(*teach),
-            "delta_1": float(last["delta"][0][0]), "delta_2": float(last["delta"][1][0]),
-            "kappa_R": _overlap(*noise) / np.sqrt(_overlap(noise[0], noise[0]) * _overlap(noise[1], noise[1])),
-            "e_12_R": _overlap(*rie), "iterations": res.iterations, "reason": res.reason,
+            "q_12": matrix_overlap(*centred), "e_12": matrix_overlap(*(S_hat - S)),
+            "s_12": matrix_overlap(*teach), "delta_1": float(last["delta"][0][0]),
+            "delta_2": float(last["delta"][1][0]),
+            "kappa_R": matrix_overlap(*noise) / np.sqrt(noise_norms[0] * noise_norms[1]),
+            "e_12_R": matrix_overlap(*rie), "iterations": res.iterations, "reason": res.reason,
             "seconds": round(res.seconds, 1)}
-
-
-def _overlap(A, B) -> float:
-    """``(1/d) Tr(A B)`` of two symmetric matrices."""
-    return float(np.sum(A * B) / A.shape[0])
 
 
 def main(argv=None) -> int:

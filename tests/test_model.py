@@ -208,3 +208,11 @@ def test_dataset_sizes_and_dtype():
 def test_bad_inputs_raise_clear_errors(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+def test_matrix_overlap_is_the_normalised_trace_of_the_product():
+    rng = np.random.default_rng(0)
+    A, B = (x + x.T for x in rng.standard_normal((2, 30, 30)))
+    assert model.matrix_overlap(A, B) == pytest.approx(np.trace(A @ B) / 30, rel=1e-12)
+    with pytest.raises(ValueError, match="square matrices of one shape"):
+        model.matrix_overlap(A, B[:20, :20])

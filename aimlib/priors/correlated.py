@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validate as v
+from ..model import matrix_overlap
 from ..rmt.spectrum import sample_goe
 
 __all__ = ["SINGULAR", "check_kappa", "layer_noises", "cross_residual", "correlated_goe", "measure_cross_residual",
@@ -106,7 +107,7 @@ def measure_cross_residual(priors, deltas, kappa, d: int, seed=None) -> dict:
     S = [p.sample(d, rng) for p in priors]
     Z = correlated_goe(d, kappa, rng)
     E = [p.denoise(s + np.sqrt(x) * z, (x,))[0] - s for p, s, z, x in zip(priors, S, Z, dl)]
-    return {"e_12": float(np.sum(E[0] * E[1]) / d), "mmse": tuple(float(np.sum(e * e) / d) for e in E)}
+    return {"e_12": matrix_overlap(*E), "mmse": tuple(matrix_overlap(e, e) for e in E)}
 
 
 def gaussian_pair(deltas, kappa) -> tuple:

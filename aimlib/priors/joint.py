@@ -103,10 +103,18 @@ def joint_problem(d: int, rho, deltas, kappa, seed=None, *, backend: str | None 
     ``deltas`` the two noise variances, ``kappa`` their correlation, in ``(-1, 1)``.
     Everything is drawn on the host by one Generator and returned on ``backend``'s module.
     """
-    d = v.integer("d", d, minimum=2)
-    rhos = _pair("rho", rho, lambda name, x: v.rho(x, allow_inf=True))
-    deltas = _pair("deltas", deltas, v.positive)
-    rng, xp = v.generator(seed), module_named(backend)
+    return _draw(*_checked(d, rho, deltas), check_kappa(kappa), v.generator(seed), backend)
+
+
+def _checked(d: int, rho, deltas) -> tuple:
+    """``(d, rhos, deltas)`` validated: ``d >= 2``, a width ratio (or ``inf``) and a noise ``> 0`` per layer."""
+    return (v.integer("d", d, minimum=2), _pair("rho", rho, lambda name, x: v.rho(x, allow_inf=True)),
+            _pair("deltas", deltas, v.positive))
+
+
+def _draw(d: int, rhos, deltas, kappa: float, rng, backend):
+    """:func:`joint_problem` at validated arguments."""
+    xp = module_named(backend)
     W = [rng.standard_normal((d, d if math.isinf(r) else teacher_width(d, r))) for r in rhos]
     S = [_teacher(w, r) for w, r in zip(W, rhos)]
     Z = correlated_goe(d, kappa, rng)
@@ -172,9 +180,8 @@ def sample_joint(d: int, rho, deltas, kappa, *, seed=None, n_steps: int = 400, w
     if n_steps - n_warm < 10 * N_BATCHES:
         raise ValueError(f"n_steps and warmup must keep at least {10 * N_BATCHES} draws after the warm-up, "
                          f"got n_steps={n_steps}, warmup={warmup}")
-    W, S, R = joint_problem(d, rho, deltas, kappa, rng, backend=backend)
-    rhos = _pair("rho", rho, lambda name, x: v.rho(x, allow_inf=True))
-    deltas = _pair("deltas", deltas, v.positive)
+    d, rhos, deltas = _checked(d, rho, deltas)
+    W, S, R = _draw(d, rhos, deltas, kappa, rng, backend)
     P, errors = _precision(deltas, kappa), []
 
     def visit(S_t):
