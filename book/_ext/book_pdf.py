@@ -21,6 +21,7 @@ import json
 import posixpath
 import shutil
 import subprocess
+from html import escape
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -52,9 +53,9 @@ def chapter_id(name: str) -> str:
 
 def front_matter(title: str, author: str, entries) -> str:
     """A title page and a contents page: ``entries`` are ``(page name, chapter title)`` in reading order."""
-    rows = "".join(f'<li><a href="#{chapter_id(name)}">{heading}</a></li>' for name, heading in entries)
-    return (f'<section class="aim-print-front"><h1 class="aim-print-title">{title}</h1>'
-            f'<p class="aim-print-author">{author}</p></section>'
+    rows = "".join(f'<li><a href="#{chapter_id(name)}">{escape(heading)}</a></li>' for name, heading in entries)
+    return (f'<section class="aim-print-front"><h1 class="aim-print-title">{escape(title)}</h1>'
+            f'<p class="aim-print-author">{escape(author)}</p></section>'
             f'<section class="aim-print-front aim-print-contents" style="break-before: page">'
             f"<h2>Contents</h2><ol>{rows}</ol></section>")
 
