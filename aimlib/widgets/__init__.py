@@ -40,26 +40,37 @@ the last image).
 """
 from __future__ import annotations
 
-from .amp_run import amp_panel
+import importlib
+
 from .deep import deep_panel
-from .untied import untied_panel
 from .base import (ALPHA_BOUNDS, BETA_BOUNDS, CHANNELS, DELTA_BOUNDS, NOISE_BOUNDS, RHO_BOUNDS, RHO_NOISE,
                    SEED_BOUNDS, T_BOUNDS, BadInput, Panel, W, clear_caches, noisy_curve_cached, parse_range,
                    phase_grid_cached, render_png, round_sig, se_curve_cached, spectrum_sample_cached,
                    thresholds_cached)
 from .spectrum import spectrum_panel
 from .theory import noise_panel, phase_panel, se_panel
-from .training import training_panel
+
+#: panels whose modules import more than the others (GAMP-RIE; the untied solvers, which load
+#: ``scipy.optimize``; the stored runs of gradient descent): their module is imported on first use
+_ON_FIRST_USE = {"amp_panel": "amp_run", "untied_panel": "untied", "training_panel": "training"}
 
 __all__ = ["Panel", "se_panel", "phase_panel", "noise_panel", "spectrum_panel", "amp_panel", "deep_panel",
            "untied_panel",
            "training_panel", "playground", "render_png", "clear_caches"]
 
 
+def __getattr__(name: str):
+    """``amp_panel``, ``untied_panel`` and ``training_panel``, their module imported on first use."""
+    if name not in _ON_FIRST_USE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_ON_FIRST_USE[name]}", __name__), name)
+
+
 def playground(run_amp: bool = False) -> W.VBox:
     """Every panel in one column; ``box.panels`` maps names to the panels."""
     panels = {"se": se_panel(), "phase": phase_panel(), "noise": noise_panel(),
-              "spectrum": spectrum_panel(), "amp": amp_panel(run=run_amp), "deep": deep_panel()}
+              "spectrum": spectrum_panel(), "amp": __getattr__("amp_panel")(run=run_amp),
+              "deep": deep_panel()}
     box = W.VBox(list(panels.values()))
     box.panels = panels
     return box

@@ -76,6 +76,16 @@ class _AMPPanel(Panel):
         self.runs.append(self.last_run)
         return self.redraw()
 
+    def _draw_first(self, run: bool) -> None:
+        """The first figure: with a run if ``run`` (the run draws it: one figure, not two), else
+        without; a message that a failed run left stays."""
+        if run and self.run():
+            return
+        error = self.error
+        self.redraw()
+        if error:
+            self._show_error(error)
+
     def _plot(self, data):
         p = data["params"]
         fig, (ax, bx) = figure(2)
@@ -119,7 +129,8 @@ def amp_panel(channel: str = "softmax", T: int = 2, rho: float = 0.5, alpha: flo
     ``panel.runs`` lists the runs; ``panel.last_data`` holds ``alpha``,
     ``mmse`` (the SE curve), ``runs`` and ``last_run`` (``mmse``,
     ``error_trace``, ``m_trace``, ``se_trace``, ``se_mmse``, ``seconds``).
-    Call ``panel.run()`` to run from code.  ``run=True`` runs once at build.
+    Call ``panel.run()`` to run from code.  ``run=True`` runs once at build (the panel
+    is then drawn once, with the run).
     """
     controls = {
         "channel": dropdown(CHANNELS, channel, "channel"),
@@ -144,7 +155,5 @@ def amp_panel(channel: str = "softmax", T: int = 2, rho: float = 0.5, alpha: flo
         panel.redraw()
 
     controls["clear"].on_click(_clear)
-    panel.redraw()
-    if run:
-        panel.run()
+    panel._draw_first(run)
     return panel
