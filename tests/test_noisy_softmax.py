@@ -237,3 +237,14 @@ def test_amp_tracks_state_evolution_with_label_noise():
     assert res["converged"]
     E_se = se.solve(alpha, T=2, rho=rho, noise=noise).mmse
     assert abs(res["mmse"] - E_se) < 0.06
+
+
+@pytest.mark.slow
+def test_the_shipped_coefficients_are_those_tabulate_computes():
+    """``aimlib/data/softmax_noisy_tables.npz`` holds what :func:`tabulate` gives now, and is read."""
+    stored = ns.stored_tables()
+    assert stored, "no table shipped, or its settings differ from the module's"
+    for key, coef in stored.items():
+        np.testing.assert_allclose(coef, ns.tabulate(*key), rtol=1e-12, atol=1e-14)
+        ns._cheb.cache_clear()
+        assert ns._cheb(*key) is coef

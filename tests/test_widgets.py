@@ -457,3 +457,43 @@ def test_the_t3_hardmax_curve_ends_where_its_table_does():
     alphas, mmse = se_curve_cached("hardmax", 3, 0.5, 0.1, 30.0, "log", 12)
     first = int(np.argmax(np.isnan(mmse)))
     assert 0 < first < len(alphas) and np.all(np.isfinite(mmse[:first])) and np.all(np.isnan(mmse[first:]))
+
+
+# --------------------------------------------------------------------------- what a first draw costs
+def test_importing_the_panels_loads_no_solver_they_do_not_draw():
+    """``from aimlib.widgets import ...`` (the playground's first cell) leaves GAMP-RIE, the untied
+    solvers (``scipy.optimize``) and gradient descent unloaded until a panel of theirs is built."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from aimlib import widgets; "
+            "print(sorted(m for m in ('aimlib.amp', 'aimlib.untied', 'aimlib.gd', 'scipy.optimize') "
+            "if m in sys.modules)); widgets.amp_panel; print('aimlib.amp' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["[]", "True"], out.stdout
+
+
+def test_the_noise_panels_first_figure_tabulates_nothing(monkeypatch):
+    """At its defaults the noise panel reads the shipped table of ``F_out`` (no quadrature)."""
+    from aimlib.channels import softmax_noisy as ns
+
+    def refuse(*args):
+        raise AssertionError(f"F_out tabulated at {args}")
+
+    monkeypatch.setattr(ns, "fisher_direct", refuse)
+    ns._cheb.cache_clear()
+    aw.clear_caches()
+    p = aw.noise_panel()
+    assert p.error == "" and p.last_png.startswith(PNG)
+
+
+def test_an_amp_panel_built_with_a_run_draws_one_figure(monkeypatch):
+    """``amp_panel(run=True)`` (the playground's) renders once, with the run; without one, once too."""
+    from aimlib.widgets import base
+
+    drawn = []
+    monkeypatch.setattr(base, "render_png", lambda fig: drawn.append(fig) or PNG)
+    p = aw.amp_panel(d=20, max_iter=5, run=True)
+    assert len(drawn) == 1 and len(p.runs) == 1 and p.error == ""
+    aw.amp_panel(d=20, max_iter=5)
+    assert len(drawn) == 2

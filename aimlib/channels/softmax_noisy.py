@@ -59,6 +59,7 @@ from __future__ import annotations
 import importlib
 import math
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -71,7 +72,7 @@ from .softmax import Softmax
 special = LazyModule("scipy.special")   # loaded on first use: `import aimlib.channels` needs no SciPy
 
 __all__ = ["NoisySoftmax", "log_partition", "g_out", "posterior_mean_u", "fisher", "fisher_direct",
-           "fisher_at_q0", "grid_size"]
+           "fisher_at_q0", "grid_size", "tabulate", "stored_tables"]
 
 K_ETA = 24            # Gauss-Hermite nodes for the shared variable eta
 T_HALF = 9.0          # half-width of the inner window, in standard deviations
@@ -80,6 +81,8 @@ MAX_GRID = 4001       # largest inner grid allowed (beyond: noise too small for 
 SOBOL_LOG2 = 11       # 2^11 quasi-random points for F_out
 CHEB_DEG = 14         # Chebyshev degree of the cached F_out(q)
 _BLOCK = 2_000_000    # elements per work array
+#: shipped coefficients of ``1/F_out`` (:func:`stored_tables`): the noise panel's first curve
+TABLES = Path(__file__).resolve().parents[1] / "data" / "softmax_noisy_tables.npz"
 
 
 def grid_size(V: float, beta: float, noise: float) -> int:
@@ -255,9 +258,39 @@ def fisher_direct(q: float, Q0: float, beta: float, noise: float) -> float:
     return float(2.0 * np.mean(2 * g[:, 0, 0] ** 2 + g[:, 0, 1] ** 2 + 2 * g[:, 1, 1] ** 2))
 
 
+@lru_cache(maxsize=1)
+def stored_tables() -> dict:
+    """The shipped coefficients of :func:`tabulate`, ``(Q0, beta, noise) -> coefficients``.
+
+    Read from :data:`TABLES` (made by ``scripts/make_softmax_noisy_tables.py``); empty
+    when the file's ``settings`` (``SOBOL_LOG2, CHEB_DEG, K_ETA``) are not the module's.
+    """
+    with np.load(TABLES) as f:
+        if tuple(int(x) for x in f["settings"]) != (SOBOL_LOG2, CHEB_DEG, K_ETA):
+            return {}
+        return {tuple(float(x) for x in key): coef for key, coef in zip(f["keys"], f["coef"])}
+
+
 @lru_cache(maxsize=64)
 def _cheb(Q0: float, beta: float, noise: float):
-    """Chebyshev coefficients of ``1/F_out`` in ``c = 2 sqrt(V/Q0) - 1`` on ``[-1, 1]``."""
+    """The coefficients of :func:`tabulate`: shipped (:func:`stored_tables`) or computed."""
+    stored = stored_tables().get((Q0, beta, noise))
+    return stored if stored is not None else tabulate(Q0, beta, noise)
+
+
+def tabulate(Q0: float, beta: float, noise: float) -> np.ndarray:
+    """Chebyshev coefficients of ``1/F_out`` in ``c = 2 sqrt(V/Q0) - 1`` on ``[-1, 1]``.
+
+    Parameters
+    ----------
+    Q0, beta, noise : float
+        The prior's second moment, the softmax's inverse temperature, the label noise.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``CHEB_DEG + 1`` coefficients, from :func:`fisher_direct` at the Chebyshev nodes.
+    """
     j = np.arange(CHEB_DEG + 1)
     c = np.cos(np.pi * (j + 0.5) / (CHEB_DEG + 1))
     q = Q0 * (1.0 - ((c + 1) / 2) ** 2)
@@ -291,7 +324,8 @@ def fisher(q, Q0, beta: float, noise: float, *, exact: bool = False) -> float:
     there is no perfect recovery (at ``q = Q0``: the closed form :func:`fisher_at_q0`).
     Values come from a Chebyshev interpolant of ``1 / F_out`` in ``sqrt(V/Q0)``
     (degree ``CHEB_DEG``, built once per ``(Q0, beta, noise)`` from
-    :func:`fisher_direct`); ``exact=True`` evaluates :func:`fisher_direct`.
+    :func:`fisher_direct` by :func:`tabulate`, or shipped for the noise panel's first
+    setting, :func:`stored_tables`); ``exact=True`` evaluates :func:`fisher_direct`.
 
     Accuracy (``beta = 1``, ``Q0 = 1.5``): the interpolant is within 0.5 % of
     :func:`fisher_direct` for ``q <= 0.999 Q0`` and within 1 % up to ``0.9999 Q0`` at
