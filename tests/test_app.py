@@ -223,10 +223,11 @@ def test_playground_app_is_live_and_offline(app, chromium_app):
     try:
         t0 = time.time()
         page.goto(served.url, wait_until="load", timeout=TIMEOUT_MS)
-        page.wait_for_function(
-            "() => [...document.querySelectorAll('.aim-panel img')].filter(i => i.naturalWidth > 0).length >= 4",
-            timeout=TIMEOUT_MS)
-        print(f"\n[app] all four panels drawn {time.time() - t0:.1f} s after the request")
+        drawn = "() => [...document.querySelectorAll('.aim-panel img')].filter(i => i.naturalWidth > 0).length"
+        page.wait_for_function(f"{drawn} >= 1", timeout=TIMEOUT_MS)   # cells arrive one by one
+        print(f"\n[app] the first panel drawn {time.time() - t0:.1f} s after the request")
+        page.wait_for_function(f"{drawn} >= 4", timeout=TIMEOUT_MS)
+        print(f"[app] four panels drawn {time.time() - t0:.1f} s after the request")
         # Voila shows outputs only: no code cell source on the page
         assert "widgets.se_panel()" not in page.inner_text("body")
         se = page.locator(".aim-panel").nth(0)

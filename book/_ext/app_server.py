@@ -104,10 +104,15 @@ def write_notebook(out_dir: Path) -> Path:
 
 
 def voila_command(notebook: Path, port: int) -> list[str]:
-    """Voila's command line: no secret on it (the token travels in the environment)."""
+    """Voila's command line: no secret on it (the token travels in the environment).
+
+    Progressive rendering sends the page at once and each cell's output as it is computed,
+    so the first panels answer while the later ones are still being drawn.
+    """
     return [sys.executable, "-m", "voila", str(notebook), "--no-browser", f"--port={port}",
             f"--Voila.ip={HOST}", "--Voila.port_retries=0", "--Voila.auto_token=True", "--template=aim",
-            "--VoilaConfiguration.extension_denylist=jupyterlab-jupytext"]
+            "--VoilaConfiguration.extension_denylist=jupyterlab-jupytext",
+            "--VoilaConfiguration.progressive_rendering=True"]
 
 
 def voila_environment(token: str) -> dict:
