@@ -161,3 +161,69 @@ def test_figures_use_the_book_style_and_fit_the_page(path: Path):
     assert styled and styled[0] <= drawing[0], f"{path.name} draws before calling use_book_style()"
     widths = [float(w) for src in cells for w in FIGSIZE.findall(src)]
     assert all(w <= MAX_WIDTH for w in widths), f"{path.name}: figure widths {widths} > {MAX_WIDTH} in"
+
+
+# --------------------------------------------------------------------------- references ahead
+#: a label a chapter defines: ``(name)=``, ``:label: name`` (equations, propositions), ``name: name`` (figures)
+LABEL = re.compile(r"^\((?P<target>[\w-]+)\)=\s*$|^\s*:label:\s*(?P<eq>[\w-]+)|^\s*name:\s*(?P<fig>[\w-]+)",
+                   re.M)
+#: a cross-reference: {ref}, {prf:ref}, {eq} or {numref}, with or without a text of its own
+REFERENCE = re.compile(r"\{(?:ref|prf:ref|eq|numref)\}`(?:[^`<]*<)?([\w-]+)>?`")
+#: words that tell the reader a reference points ahead
+AHEAD = re.compile(r"\b(later|ahead|next( two)? (chapters?|part))\b", re.I)
+#: the pages that map the whole book, each of whose links may point ahead: the introduction's
+#: reading guide and "Results at a glance", a table of what later chapters derive
+MAPS = ("intro", "results")
+#: the parts after the chapters: the library reference and the bibliography, referred to from anywhere
+BACK_PARTS = ("Library reference", "Back matter")
+
+
+def _body_chapters() -> list[Path]:
+    """The chapters in reading order, without the parts of :data:`BACK_PARTS`."""
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]] + [c["file"] for part in toc["parts"] if part["caption"] not in BACK_PARTS
+                             for c in part["chapters"]]
+    return [ROOT / f"{f}.md" for f in files]
+
+
+def _sentence(text: str, start: int, end: int) -> str:
+    """The sentence of ``text`` around ``text[start:end]``: from the end of the sentence, paragraph or list
+    item before it to the end of its own."""
+    stops = re.compile(r"\.\s|\n\s*\n|\n\s*[*|] ")
+    before = [m.end() for m in stops.finditer(text, 0, start)]
+    after = stops.search(text, end)
+    return text[before[-1] if before else 0:after.start() if after else len(text)]
+
+
+def references_ahead(chapters: list[Path]) -> list[tuple[str, str, str]]:
+    """``(chapter, label, sentence)`` for every reference to a label of a later chapter of ``chapters``."""
+    defined = {}
+    for i, path in enumerate(chapters):
+        defined.update({next(g for g in m.groups() if g): i for m in LABEL.finditer(path.read_text())})
+    ahead = []
+    for i, path in enumerate(chapters):
+        text = path.read_text()
+        ahead += [(path.stem, m.group(1), _sentence(text, m.start(), m.end()))
+                  for m in REFERENCE.finditer(text) if defined.get(m.group(1), -1) > i]
+    return ahead
+
+
+def test_a_reference_to_a_later_chapter_says_so():
+    """A chapter that points to a later one says so in the same sentence ("later", "ahead", "next chapter"), so a reader
+    knows it is not yet read; the pages of :data:`MAPS` point ahead throughout."""
+    ahead = [r for r in references_ahead(_body_chapters()) if r[0] not in MAPS]
+    assert len(ahead) >= 10, ahead          # the reader sees them: the test reads the sources right
+    unmarked = [f"{chapter}: {label}: {' '.join(sentence.split())}" for chapter, label, sentence in ahead
+                if not AHEAD.search(sentence)]
+    assert not unmarked, "references to a later chapter not marked as such:\n" + "\n".join(unmarked)
+
+
+def test_the_reference_reader_sees_what_points_back_and_ahead(tmp_path):
+    """On two made-up chapters: a reference back is not reported, one ahead is, with its sentence."""
+    first, second = tmp_path / "a.md", tmp_path / "b.md"
+    first.write_text("(a-top)=\n# A\n\nSee {prf:ref}`b-prop`. Then {ref}`text <a-top>`.\n")
+    second.write_text("(b-top)=\n# B\n\n:label: b-prop\n\nBack to {ref}`a-top`.\n")
+    assert [(c, label, " ".join(s.split())) for c, label, s in references_ahead([first, second])] == [
+        ("a", "b-prop", "See {prf:ref}`b-prop`")]
