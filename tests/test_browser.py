@@ -62,6 +62,9 @@ def test_pages_exist(site):
 
 
 def test_every_page_renders_cleanly(site, chromium):
+    """Math typeset, images, links and tables whole, chapters within their length, and on a chapter no
+    equation, code box or output box wider than its box at the window of :func:`visit` (1280 px):
+    nothing a reader has to scroll sideways."""
     base, html = site
     failures = []
     for path in _pages(html):
@@ -76,6 +79,8 @@ def test_every_page_renders_cleanly(site, chromium):
               const text = document.querySelector('article')?.innerText ?? '';
               const refs = [...document.querySelectorAll('article a.reference.internal[href^="#"]')];
               const mjDoc = window.MathJax?.startup?.document;
+              const CODE_BOXES = 'article div.highlight pre, article div.cell_output pre, article div.output pre';
+              const widest = (t) => t.split('\\n').reduce((a, b) => (b.length > a.length ? b : a), '');
               const texOf = (m) => {
                 const id = m.closest('div.math')?.id;
                 if (id) return '#' + id;
@@ -96,6 +101,10 @@ def test_every_page_renders_cleanly(site, chromium):
                     .filter(m => m.scrollWidth > m.clientWidth + 2)
                     .map(m => `${texOf(m)} (${m.scrollWidth}/${m.clientWidth}px)`),
                 rawTables: text.match(RAW_TABLE) || [],
+                // a code or output box whose text is wider than the box: the reader scrolls sideways
+                wideCode: [...document.querySelectorAll(CODE_BOXES)]
+                    .filter(b => b.scrollWidth > b.clientWidth + 1)
+                    .map(b => `${b.scrollWidth}/${b.clientWidth}px: ${widest(b.innerText)}`),
                 height: document.documentElement.scrollHeight,
               };
             }"""
@@ -106,10 +115,10 @@ def test_every_page_renders_cleanly(site, chromium):
         for key in ("merror", "rawDollars"):
             if report[key]:
                 problems[key] = report[key]
-        # the reference pages show docstring formulas written for the source's lines: they scroll
+        # the reference pages show docstring formulas and signatures written for the source's lines: they scroll
         reference = path.startswith("book/api/")
-        for key in ("brokenImages", "danglingRefs", "unresolved", "wideEquations", "rawTables"):
-            if report[key] and not (reference and key == "wideEquations"):
+        for key in ("brokenImages", "danglingRefs", "unresolved", "wideEquations", "rawTables", "wideCode"):
+            if report[key] and not (reference and key in ("wideEquations", "wideCode")):
                 problems[key] = report[key][:5]
         chapter = path.startswith("book/") and not reference
         if chapter and report["height"] > MAX_SCREENS * SCREEN_PX:
