@@ -10,10 +10,14 @@ the residual cross-covariance ``e_12 = (1/d) Tr((S1_hat - S1)(S2_hat - S2))``, t
 teachers' own ``s_12 = (1/d) Tr(C1 C2)`` (zero up to ``1/sqrt(d)``); at the last
 iteration's channel step, the noises ``delta_1, delta_2`` the algorithm hands its RIEs, the
 measured correlation ``kappa_R`` of ``R_1 - S_1`` and ``R_2 - S_2`` and the residual
-cross-covariance ``e_12_R`` of the two RIE outputs at that ``R`` (before damping); the run's
-``iterations``, ``reason`` and ``seconds``.  About 11 minutes on one core at
+cross-covariance ``e_12_R`` of the two RIE outputs at that ``R`` (before damping); the part of
+each noise along the other layer's centred teacher, ``a_12 = Tr((R_1 - S_1) C_2) / Tr(C_2^2)``
+and ``a_21``, and ``e_12_clean``, the residual cross-covariance of the two RIE outputs once both
+teachers' parts ``a_lk C_k`` are taken out of each ``R_l``; the run's ``iterations``,
+``reason`` and ``seconds``.  About 11 minutes on one core at
 ``d = 200`` (all three alphas, four seeds); at ``d = 400`` a run takes 2.5 (``alpha = 0.3``)
-to 30 (``alpha = 1``) minutes::
+to 30 (``alpha = 1``) minutes.  GAMP-RIE runs with its full Onsager matrix
+(:func:`aimlib.amp.steps.onsager_rows`)::
 
     python scripts/deep_cross_overlap.py [--out book/data/deep_cross_overlap.csv]
         [--d 200 ...] [--alpha 0.3 0.5 1 ...] [--seeds 0 1 2 3 ...]
@@ -32,7 +36,7 @@ from _rows import data_parser, write_rows
 COMMAND = "python scripts/deep_cross_overlap.py"
 C, RHO, T, MAX_ITER = 0.5, (0.5, 0.5), 2, 600
 COLUMNS = ["alpha", "d", "seed", "mmse_1", "mmse_2", "q_12", "e_12", "s_12", "delta_1", "delta_2", "kappa_R",
-           "e_12_R", "iterations", "reason", "seconds"]
+           "e_12_R", "a_12", "a_21", "e_12_clean", "iterations", "reason", "seconds"]
 
 
 def run(alpha: float, d: int, seed: int) -> dict:
@@ -48,14 +52,21 @@ def run(alpha: float, d: int, seed: int) -> dict:
     centred = [S_hat[l] - np.sqrt(RHO[l]) * eye for l in range(2)]
     teach = [S[l] - np.sqrt(RHO[l]) * eye for l in range(2)]
     noise = [last["R"][l] - S[l] for l in range(2)]
-    rie = [p.denoise(r, tuple(x))[0] - s for p, r, x, s in zip(data.priors, last["R"], last["delta"], S)]
+    a = [[matrix_overlap(noise[l], teach[k]) / matrix_overlap(teach[k], teach[k]) for k in range(2)]
+         for l in range(2)]
+    clean = [last["R"][l] - sum(a[l][k] * teach[k] for k in range(2)) for l in range(2)]
+
+    def residuals(R):
+        return [p.denoise(r, tuple(x))[0] - s for p, r, x, s in zip(data.priors, R, last["delta"], S)]
+
     noise_norms = [matrix_overlap(z, z) for z in noise]
     return {"alpha": alpha, "d": d, "seed": seed, "mmse_1": res.mmse[0], "mmse_2": res.mmse[1],
             "q_12": matrix_overlap(*centred), "e_12": matrix_overlap(*(S_hat - S)),
             "s_12": matrix_overlap(*teach), "delta_1": float(last["delta"][0][0]),
             "delta_2": float(last["delta"][1][0]),
             "kappa_R": matrix_overlap(*noise) / np.sqrt(noise_norms[0] * noise_norms[1]),
-            "e_12_R": matrix_overlap(*rie), "iterations": res.iterations, "reason": res.reason,
+            "e_12_R": matrix_overlap(*residuals(last["R"])), "a_12": a[0][1], "a_21": a[1][0],
+            "e_12_clean": matrix_overlap(*residuals(clean)), "iterations": res.iterations, "reason": res.reason,
             "seconds": round(res.seconds, 1)}
 
 

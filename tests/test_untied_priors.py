@@ -147,7 +147,8 @@ def test_square_step_does_not_depend_on_the_chunks():
                             chunk_size=chunk, damping=0.5, damp_g=True)
         g_new = np.empty_like(g_prev)
         out.append((square_channel_step(p, [S_hat], [(0.2, 0.3)], [(0.15, 0.25)], g_prev, g_new, 2), g_new))
-    ((deltas, R, noise), g), ((deltas7, R7, noise7), g7) = out
+    ((deltas, R, noise, cov), g), ((deltas7, R7, noise7, cov7), g7) = out
+    assert cov is None and cov7 is None      # one layer: no covariance between layers
     assert deltas == deltas7 and np.allclose(R[0], R7[0], atol=1e-12) and np.allclose(g, g7, atol=1e-12)
     assert noise[0] == pytest.approx(noise7[0], rel=1e-12)
 

@@ -15,7 +15,8 @@ Modules: :mod:`~.steps` (the channel step of symmetric priors, the prior step),
 :mod:`~.square_step` (the channel step of square priors), :mod:`~.loop` (the
 iteration and its stopping rules), :mod:`~.problem` (the validated inputs),
 :mod:`~.gamp` (:func:`gamp_rie`: final check, result), :mod:`~.shards` (the samples sharded over Dask workers),
-:mod:`~.run` (sampling and running, the cost model).
+:mod:`~.run` (sampling and running, the cost model), :mod:`~.leave_one_out` (the Onsager matrix
+against leave-one-out estimates).
 """
 from .gamp import AMPResult, gamp_rie
 from .run import flops_per_iteration, memory_footprint, run_amp

@@ -11,7 +11,7 @@ from ..errors import ConvergenceError
 from ..iteration import STOPS, Verdict, WindowRule
 from ..model import estimation_error
 from .square_step import square_channel_step
-from .steps import DELTA_MIN, channel_step, prior_step
+from .steps import DELTA_MIN, channel_step, diagonal_rows, onsager_rows, prior_step
 
 __all__ = ["StopRules", "BlockDrift", "STOPS", "IterationState", "PastIterates", "CYCLE_SPAN", "SKETCH",
            "STILL_FALLING", "recovering", "iterate", "layer_errors", "pack_layers", "per_layer", "stalled",
@@ -108,7 +108,7 @@ def iterate(p, rec, rules: StopRules, init_m=None, callback=None):
     S_hat = p.init or [pr.mean(p.d, xp, p.dtype) for pr in p.priors]
     V = ([tuple(pr.sector_mmse((math.inf,) * len(pr.sectors))) for pr in p.priors] if init_m is None
          else [(float(x),) for x in init_m])
-    V_ons, m = V, _total(V)
+    V_ons, m = (V if step is square_channel_step else diagonal_rows(V)), _total(V)
     g_prev = xp.zeros((p.n if p.shards is None else 0, L, p.T, p.T), dtype=p.dtype)  # shards hold their own
     g_new = xp.empty_like(g_prev)
     history, m_history = deque(maxlen=rules.lookback), deque(maxlen=rules.lookback + 1)
@@ -123,7 +123,7 @@ def iterate(p, rec, rules: StopRules, init_m=None, callback=None):
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         for t in range(1, max_iter + 1):
             try:
-                delta, R, noise = step(p, S_hat, V, V_ons, g_prev, g_new, t)
+                delta, R, noise, cov = step(p, S_hat, V, V_ons, g_prev, g_new, t)
                 if max(x for dl in delta for x in dl) < DELTA_MIN:   # the channel pins every S down: R is it
                     S_hat, reason = R, "perfect"
                     V, m = [(0.0,) * len(dl) for dl in delta], np.zeros(L)
@@ -132,6 +132,7 @@ def iterate(p, rec, rules: StopRules, init_m=None, callback=None):
                             noise_ratio=_noise_ratio(e_R, delta))
                     break
                 S_new, V_new, ons_new = prior_step(p, R, delta, noise)
+                ons_new = onsager_rows(ons_new, delta, cov)
             except ConvergenceError as exc:
                 raise ConvergenceError(f"GAMP-RIE diverged at iteration {t}: {exc} (m={pack_layers(m)}, "
                                        f"damping={p.damping}). Try a larger damping, check that y was "

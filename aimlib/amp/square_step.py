@@ -64,7 +64,7 @@ def _pass(p, S_hat, V, V_ons, g_prev, g_new, t):
 
 
 def square_channel_step(p, S_hat, V, V_ons, g_prev, g_new, t):
-    r"""One channel step of GAMP-RIE for square priors: ``(deltas, R, noise)``, lists over the one layer.
+    r"""One channel step of GAMP-RIE for square priors: ``(deltas, R, noise, None)``, lists over the one layer.
 
     Parameters
     ----------
@@ -90,6 +90,8 @@ def square_channel_step(p, S_hat, V, V_ons, g_prev, g_new, t):
         The effective observation.
     noise : list of one pair
         The noises of the parts of ``R`` measured on the messages.
+    None
+        One layer: no covariance between layers (:func:`aimlib.amp.steps.onsager_rows`).
     """
     if len(S_hat) != 1:
         raise ValueError(f"the square channel step reads one index matrix per sample, got {len(S_hat)}")
@@ -104,4 +106,4 @@ def square_channel_step(p, S_hat, V, V_ons, g_prev, g_new, t):
     R = A + deltas[0] / d**1.5 * bA + B + deltas[1] / d**1.5 * bB
     if not (bool(xp.all(xp.isfinite(R))) and all(map(math.isfinite, noise))):
         raise ConvergenceError("the effective observation R is not finite")
-    return [deltas], [R], [noise]
+    return [deltas], [R], [noise], None

@@ -6,7 +6,7 @@ estimate ``S_l`` and predicted error ``m_l``:
 .. math::
 
     V_{l,ab} &= \Sigma_{ab} m_l, \qquad
-    \omega^\mu_l = h^\mu(S_l) - V_l \odot g^\mu_{l,\rm prev}, \qquad
+    \omega^\mu_l = h^\mu(S_l) - \Sigma \odot \sum_{l'} O_{ll'}\, g^\mu_{l',\rm prev}, \qquad
     g^\mu = g_{\rm out}(y^\mu, \omega^\mu, m), \\
     \hat F_{ll'} &= \frac{2}{d^2} \sum_\mu \sum_{a\le b} \Sigma_{ab}\, g^\mu_{l,ab} g^\mu_{l',ab}, \qquad
     B_l = \frac{2}{d}\frac{1}{\sqrt d}
@@ -23,7 +23,14 @@ factorises over its indices (``joint_output`` false: heads side by side) has ``d
 for ``l != l'`` on every sample, and keeps the diagonal.
 
 Prior step: ``(S_l, m_l) <- prior_l.denoise(R_l, Delta_l)`` (:mod:`aimlib.priors`: for the Wishart
-prior the RIE of ``R_l`` and ``m_l = mmse_S(Delta_l; rho_l)``).
+prior the RIE of ``R_l`` and ``m_l = mmse_S(Delta_l; rho_l)``), with the Onsager term ``o_l``, the
+denoiser's mean divergence times ``Delta_l``.
+
+The Onsager matrix ``O`` of the next channel step (:func:`onsager_rows`) is the derivative of each
+layer's new estimate with respect to each layer's backward pass: ``R_l`` reads every ``B_l'`` through
+``(F_hat^{-1})_{ll'}``, so ``O_{ll'} = (o_l / Delta_l) (F_hat^{-1})_{ll'}``.  Its diagonal is ``o_l``,
+the one-layer term; its off-diagonal entries remove from ``omega_l`` the part of sample ``mu``'s own
+``g_l'`` that reached layer ``l``'s estimate through ``R_l`` (book chapter "Correlated layers").
 
 The per-sample ``d x d`` matrices are never built: the forward pass is
 ``(X S_l) X^T`` and the backward pass ``X^T G X``, in chunks of samples, so
@@ -41,7 +48,8 @@ from ..channels import sigma2
 from ..errors import ConvergenceError
 from ..model import indices_from_factors
 
-__all__ = ["channel_step", "channel_sums", "prior_step", "DELTA_MIN", "chunk_size_for"]
+__all__ = ["channel_step", "channel_sums", "prior_step", "onsager_rows", "diagonal_rows", "estimate_indices",
+           "DELTA_MIN", "chunk_size_for"]
 
 #: below this, Delta is zero for every purpose (aimlib.rmt accepts >= 1e-12)
 DELTA_MIN = 1e-11
@@ -60,7 +68,7 @@ def chunk_size_for(T: int, d: int, itemsize: int, memory_mb: float) -> int:
     return max(1, int(memory_mb * 2**20 // per_sample))
 
 
-def _indices(Xc, S_hat, xp):
+def estimate_indices(Xc, S_hat, xp):
     """``h = X S X^T / sqrt(d) - Tr(S)/sqrt(d) I``, symmetrised, for a chunk ``Xc`` of shape ``(c, T, d)``.
 
     The formula of :func:`aimlib.model.indices_from_factors`, with ``X S`` as one
@@ -79,18 +87,20 @@ def _g_out(channel, y, omega, m):
 
 
 def channel_step(p, S_hat, V, V_ons, g_prev, g_new, t):
-    """Forward, ``g_out`` and backward pass over all samples; return ``(delta, R, None)`` per layer.
+    """Forward, ``g_out`` and backward pass over all samples; return ``(delta, R, None, cov)``.
 
     ``p`` is the validated problem (:class:`aimlib.amp.problem.Problem`), ``S_hat``
     a list of ``L`` estimates, ``V`` their predicted errors (``g_out``'s variances)
-    and ``V_ons`` their Onsager terms (one-sector tuples; equal for a posterior-mean
-    denoiser), ``g_prev`` the last
+    and ``V_ons`` the rows of the Onsager matrix ``O`` (:func:`onsager_rows`; a
+    one-entry row is a diagonal entry), ``g_prev`` the last
     (damped) channel outputs ``(n, L, T, T)``; the new ones are written to
     ``g_new`` (damped with ``g_prev`` when ``p.damp_g`` and ``t > 1``).  With
     ``p.shards`` (:class:`aimlib.amp.shards.Shards`) the sums come from the shards,
-    which hold their own outputs, and ``g_prev``, ``g_new`` are not used.
+    which hold their own outputs, and ``g_prev``, ``g_new`` are not used.  ``delta`` are
+    the layers' noises ``(Delta_l,)``, ``R`` their effective observations and ``cov`` the
+    noises' covariance ``F_hat^{-1}`` (``L x L``).
     """
-    m, ons = [x for (x,) in V], [x for (x,) in V_ons]
+    m, ons = [x for (x,) in V], _onsager_matrix(V_ons)
     if p.shards is None:
         B, sum_w, sum_tr = channel_sums(p, S_hat, m, ons, g_prev, g_new, t)
     else:
@@ -106,8 +116,8 @@ def channel_sums(p, S_hat, m, ons, g_prev, g_new, t):
     Returns ``(B, W, tr)``: per layer ``B_l = sum_mu X_mu^T G^mu_l X_mu`` (``d x d``,
     ``G_aa = g_aa``, ``G_ab = g_ab / 2``), ``W_{ll'} = sum_mu sum_{a<=b} Sigma_ab
     g^mu_{l,ab} g^mu_{l',ab}`` and ``tr_l = sum_mu sum_a g^mu_{l,aa}`` (module docstring);
-    ``m`` and ``ons`` are each layer's variance and Onsager term.  Sums over disjoint
-    sets of samples add up, which is how shards combine.
+    ``m`` are each layer's variance and ``ons`` the ``L x L`` Onsager matrix.  Sums over
+    disjoint sets of samples add up, which is how shards combine.
     """
     xp, X, dt, d, T, L = p.xp, p.X, p.dtype, p.d, p.T, len(S_hat)
     sig2 = sigma2(T, xp, dt)
@@ -115,11 +125,16 @@ def channel_sums(p, S_hat, m, ons, g_prev, g_new, t):
     g_half = xp.full((T, T), 0.5, dtype=dt) + 0.5 * xp.eye(T, dtype=dt)    # G from g
     B = [xp.zeros((d, d), dtype=dt) for _ in range(L)]
     sum_w, sum_tr = np.zeros((L, L)), np.zeros(L)
+    ons = np.asarray(ons, dtype=float)
+    off = ons - np.diag(np.diag(ons))
+    cross = xp.asarray(off, dtype=dt) if np.any(off) else None     # one layer, or factorised outputs: none
     for s in range(0, p.n, p.chunk_size):
         Xc = X[s:s + p.chunk_size]
         c = Xc.shape[0]
-        h = xp.stack([_indices(Xc, S, xp) for S in S_hat], axis=1)
-        omega = h - (xp.asarray(ons, dtype=dt)[:, None, None] * sig2) * g_prev[s:s + c]
+        h = xp.stack([estimate_indices(Xc, S, xp) for S in S_hat], axis=1)
+        omega = h - (xp.asarray(np.diag(ons), dtype=dt)[:, None, None] * sig2) * g_prev[s:s + c]
+        if cross is not None:
+            omega = omega - sig2 * xp.einsum("lk,nkab->nlab", cross, g_prev[s:s + c])
         g = xp.asarray(_g_out(p.channel, p.y[s:s + c], omega, m), dtype=dt)
         if p.damp_g and t > 1:
             g = (1.0 - p.damping) * g + p.damping * g_prev[s:s + c]
@@ -133,7 +148,7 @@ def channel_sums(p, S_hat, m, ons, g_prev, g_new, t):
 
 
 def _effective_observations(S_hat, B, sum_w, sum_tr, d, xp, dt):
-    """``(Delta, R, None)`` from the sums of one channel step: ``R = S_hat + F_hat^{-1} B`` (module docstring)."""
+    """``(Delta, R, None, F_hat^{-1})`` from the sums of one channel step: ``R = S_hat + F_hat^{-1} B``."""
     if not (np.all(np.isfinite(sum_w)) and np.all(np.isfinite(sum_tr))):
         raise ConvergenceError("g_out returned non-finite values")
     if np.any(np.diag(sum_w) <= 0.0):
@@ -154,7 +169,45 @@ def _effective_observations(S_hat, B, sum_w, sum_tr, d, xp, dt):
         R.append((Rl + Rl.T) / 2)
         if not bool(xp.all(xp.isfinite(R[-1]))):
             raise ConvergenceError("the effective observation R is not finite")
-    return [(float(x),) for x in np.diag(F_inv)], R, None
+    return [(float(x),) for x in np.diag(F_inv)], R, None, F_inv
+
+
+def onsager_rows(ons, delta, cov):
+    r"""The rows of the Onsager matrix of the next channel step, ``O_{ll'} = (o_l / \Delta_l) (F_hat^{-1})_{ll'}``.
+
+    Parameters
+    ----------
+    ons : list of one-entry tuples
+        Each layer's Onsager term ``o_l`` from its prior step (the mean divergence of its
+        denoiser times ``Delta_l``).
+    delta : list of one-entry tuples
+        The noises ``Delta_l = (F_hat^{-1})_{ll}`` that the denoisers were given.
+    cov : (L, L) array or None
+        ``F_hat^{-1}`` of the channel step that made their inputs; ``None`` (the square
+        channel step, one layer) returns ``ons`` unchanged.
+
+    Returns
+    -------
+    list of L-entry tuples (or ``ons``)
+        Row ``l`` holds ``O_{ll'}`` for every ``l'``; the diagonal is ``o_l`` exactly.
+    """
+    if cov is None:
+        return ons
+    return [tuple(o if k == ell else (o / dl if o else 0.0) * float(c) for k, c in enumerate(row))
+            for ell, ((o,), (dl,), row) in enumerate(zip(ons, delta, cov))]
+
+
+def diagonal_rows(ons) -> list:
+    """``[(o_1,), (o_2,), ...]`` as the rows of the diagonal Onsager matrix (the first iteration's)."""
+    L = len(ons)
+    return [tuple(o if k == ell else 0.0 for k in range(L)) for ell, (o,) in enumerate(ons)]
+
+
+def _onsager_matrix(V_ons) -> np.ndarray:
+    """``O`` as an ``L x L`` array from its rows (one-entry rows: the diagonal)."""
+    if all(len(row) == 1 for row in V_ons):
+        return np.diag([o for (o,) in V_ons])
+    return np.array(V_ons, dtype=float)
 
 
 def prior_step(p, R, delta, noise=None):
