@@ -8,7 +8,8 @@ page's script list.
 
 Every page also gets the print stylesheet ``static/aim-print.css`` (code and
 outputs wrapped at the paper's width; the Live bar, snapshot notices and
-on-screen buttons left out).
+on-screen buttons left out) and ``static/aim-screen.css`` (long names wrapped in
+the contents column; the look of names in code that link to the reference).
 """
 from pathlib import Path
 
@@ -37,5 +38,6 @@ def _configure(app, config):
 def setup(app):
     app.connect("config-inited", _configure)
     app.add_css_file("aim-print.css")
+    app.add_css_file("aim-screen.css")
     app.connect("html-page-context", _drop_duplicate_scripts, priority=100)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
