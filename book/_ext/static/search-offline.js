@@ -28,7 +28,7 @@
   const pages = window.AimSearchPages ?? {};
   const fetchPage = window.fetch.bind(window);
   window.fetch = (resource, options) => {
-    const page = pageOf(typeof resource === "string" ? resource : resource.url);
+    const page = pageOf(resource instanceof Request ? resource.url : String(resource));   // a string or a URL
     if (page !== null && Object.hasOwn(pages, page)) {
       return Promise.resolve(new Response(pageHtml(pages[page]), { headers: { "Content-Type": "text/html" } }));
     }

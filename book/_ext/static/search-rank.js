@@ -15,9 +15,9 @@
 //    query words (none: the page itself), and its snippet is cut from that section (or the
 //    page) at the first occurrence of the whole query, or else where most query words stand
 //    within a few lines (snippetStart);
-//  * pages of equal score come in the order of how often their text says the whole query (the
-//    pages' texts, AimSearchPages, written by the build: book/_ext/aim_search.py), after the
-//    entries of the reference of that score (below);
+//  * results of equal score come as entries of the reference named by the query (below), pages
+//    of the book, pages of the reference, each in the order of how often their text says the
+//    whole query (the pages' texts, AimSearchPages, written by the build: book/_ext/aim_search.py);
 //  * a page whose title holds every query word is about it: its SECTIONS section(s) whose text
 //    says the query most often (MIN_SAID times at least) follow it as results of their own
 //    (sectionResults; not for pages of the reference, whose entries are found by name);
@@ -55,6 +55,9 @@
     return { exact, part };
   };
 
+  // The pages of the reference: those that document entries.
+  const documentedFiles = (index) => new Set(Object.values(index.objects ?? {}).flatMap((es) => es.map((e) => e[0])));
+
   // The share of a title's words that the whole query (two words or more) makes up, 0 if it is not there.
   const shareOf = (typed) => {
     const phrase = typed.length > 1 ? typed.map((w) => w.toLowerCase()).join(" ") : null;
@@ -87,7 +90,7 @@
   const rankPages = (index, terms, typed, stem, texts = {}) => {
     const stems = (text) => new Set(words(text).map(stem));
     const share = shareOf(typed);
-    const documented = new Set(Object.values(index.objects ?? {}).flatMap((entries) => entries.map((e) => e[0])));
+    const documented = documentedFiles(index);
     const inText = new Map(terms.map((t) => [t, textFiles(index, t)]));
     const results = [];
     for (const page of pagesOf(index)) {
@@ -144,13 +147,15 @@
     return results;
   };
 
-  // Every result, best first: by score, then entries named by the query before pages, then by how
-  // often the text says the query, then by title.
+  // Every result, best first: by score, then entries named by the query, pages of the book and pages
+  // of the reference (those that document entries) in that order, then by how often the text says
+  // the query, then by title.
   const rank = (index, terms, typed, stem, texts = {}) => {
+    const documented = documentedFiles(index);
     const title = (r) => (r.object ? r.object.name : index.titles[r.file]);
+    const kind = (r) => (r.object ? 0 : documented.has(r.file) ? 2 : 1);
     return [...rankPages(index, terms, typed, stem, texts), ...objectResults(index, terms, stem)]
-      .sort((a, b) => b.score - a.score || !a.object - !b.object || b.said - a.said
-        || title(a).localeCompare(title(b)));
+      .sort((a, b) => b.score - a.score || kind(a) - kind(b) || b.said - a.said || title(a).localeCompare(title(b)));
   };
 
   // Where a snippet of `text` starts: BEFORE characters ahead of the whole query if it is there
