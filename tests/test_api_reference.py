@@ -1,5 +1,7 @@
 """The library reference (book/api): every public module is on a page, every page in the table of
-contents, and the references that name an object where a user imports it resolve to where it is defined."""
+contents, the references that name an object where a user imports it resolve to where it is defined,
+and a name in a chapter's code links to its entry (book/_ext/aim_codelinks.py)."""
+import collections
 import importlib
 import inspect
 import pkgutil
@@ -15,6 +17,7 @@ import aimlib
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 import aim_api  # noqa: E402  (book/_ext is not a package)
+import aim_codelinks  # noqa: E402
 
 API = ROOT / "book" / "api"
 DIRECTIVE = re.compile(r"^\.\. (automodule|autofunction|autoclass):: (\S+)", re.M)
@@ -119,3 +122,48 @@ def test_every_chapter_links_the_reference_of_the_code_it_calls():
         if need - linked:
             missing[rel] = sorted(need - linked)
     assert not missing, f"chapters missing links to their reference pages: {missing}"
+
+
+# ----------------------------------------------------------------------------- names in chapter code
+CELLS = ["from aimlib import state_evolution as se\nfrom aimlib.priors import Wishart, Centred\n"
+         "import aimlib.amp as amp\nimport numpy as np\n%matplotlib inline",
+         "fp = se.fixed_point(0.5, 'softmax', rho=Wishart(0.5))\nCentred = None\nr = amp.gamp_rie"]
+
+
+def test_the_names_a_chapter_imports_from_aimlib_are_bound():
+    """Imports from aimlib bind names (magics skipped); a name the code assigns anew is not one."""
+    assert aim_codelinks.bindings(CELLS) == {"se": "aimlib.state_evolution", "Wishart": "aimlib.priors.Wishart",
+                                             "amp": "aimlib.amp"}
+
+
+def test_a_name_is_followed_as_python_reads_it():
+    """``se.fixed_point`` is the function the package exports, not the submodule of the same name."""
+    from aimlib.state_evolution import fixed_point
+
+    assert aim_codelinks.follow("aimlib.state_evolution.fixed_point") is fixed_point
+    assert aim_codelinks.follow("aimlib.state_evolution.closed").__name__ == "aimlib.state_evolution.closed"
+    assert aim_codelinks.follow("aimlib.state_evolution.no_such_name") is None
+
+
+def test_a_call_in_highlighted_code_links_to_its_entry():
+    """The longest documented prefix of ``se.fixed_point(...).q`` is linked, where it is defined."""
+    Entry = collections.namedtuple("Entry", "docname node_id")
+    objects = {"aimlib.state_evolution.fixed_point.fixed_point":
+               Entry("book/api/state_evolution", "aimlib.state_evolution.fixed_point.fixed_point")}
+
+    def find(dotted):
+        found = aim_codelinks.entry(objects, dotted)
+        return found and (found[0], f"{found[1][0]}.html#{found[1][1]}")
+
+    span = '<span class="{}">{}</span>'
+    code = (span.format("n", "fp") + span.format("o", "=") + span.format("n", "se") + span.format("o", ".")
+            + span.format("n", "fixed_point") + span.format("p", "(") + span.format("n", "np") + span.format("o", ".")
+            + span.format("n", "pi") + span.format("p", ")"))
+    body = f'<div class="highlight-ipython3 notranslate"><div class="highlight"><pre>{code}</pre></div></div>'
+    out = aim_codelinks.link_code(body, aim_codelinks.bindings(CELLS), find)
+    link = ('<a class="reference internal aim-code-link" href="book/api/state_evolution.html#'
+            'aimlib.state_evolution.fixed_point.fixed_point" title="aimlib.state_evolution.fixed_point.fixed_point">'
+            + span.format("n", "se") + span.format("o", ".") + span.format("n", "fixed_point") + "</a>")
+    assert link in out and out.count("<a ") == 1            # fp and np.pi are not aimlib's
+    assert aim_codelinks.link_code(body.replace("highlight-ipython3", "highlight-python"),
+                                   aim_codelinks.bindings(CELLS), find).count("<a ") == 0   # not a chapter's cell

@@ -40,9 +40,10 @@ def _pages(html):
 
 #: a screen is the height of the window the tests read pages in (``visit``: 1280 x 900 px)
 SCREEN_PX = 900
-#: a chapter a student can finish: about 25 screens (the library reference, a page to look
-#: things up in, is not read through and has no limit)
+#: a chapter a student can finish: about 25 screens
 MAX_SCREENS = 26
+#: a page of the library reference, looked things up in and not read through: about 20 screens
+MAX_REFERENCE_SCREENS = 22
 
 
 def visit(chromium, base, path, width=1280):
@@ -121,8 +122,9 @@ def test_every_page_renders_cleanly(site, chromium):
             if report[key] and not (reference and key in ("wideEquations", "wideCode")):
                 problems[key] = report[key][:5]
         chapter = path.startswith("book/") and not reference
-        if chapter and report["height"] > MAX_SCREENS * SCREEN_PX:
-            problems["length"] = f"{report['height'] / SCREEN_PX:.1f} screens of {SCREEN_PX} px"
+        limit = MAX_REFERENCE_SCREENS if reference else MAX_SCREENS
+        if (chapter or reference) and report["height"] > limit * SCREEN_PX:
+            problems["length"] = f"{report['height'] / SCREEN_PX:.1f} screens of {SCREEN_PX} px (at most {limit})"
         if problems:
             failures.append(f"{path}: {problems}")
         ctx.close()
@@ -278,17 +280,18 @@ def rank_page(chromium):
     ctx.close()
 
 
-def _rank(page, terms, typed, index=SMALL_INDEX):
+def _rank(page, terms, typed, index=SMALL_INDEX, texts=None):
     return page.evaluate(
-        """([index, terms, typed]) => AimSearchRank.rankPages(index, terms, typed,
-             (w) => w.replace(/y$/, 'i'))""", [index, terms, typed])
+        """([index, terms, typed, texts]) => AimSearchRank.rank(index, terms, typed,
+             (w) => w.replace(/y$/, 'i'), texts ?? {})""", [index, terms, typed, texts])
 
 
 def test_ranking_weighs_headings_and_the_whole_query(rank_page):
     ranked = _rank(rank_page, ["weak", "recoveri"], ["weak", "recovery"])
     assert [r["file"] for r in ranked] == [1, 0, 2]            # softmax lacks "weak"
-    # heading with both words (10 + 10) and the whole query (20); one word in a heading (10 + 5); text
-    assert [r["score"] for r in ranked] == [40, 15, 10]
+    # heading with both words (10 + 10) and the whole query, 2 of its 7 words (20 * 2/7); one word in a
+    # heading (10 + 5); text
+    assert [r["score"] for r in ranked] == [26, 15, 10]
     assert ranked[0]["heading"] == {"title": "The small-rank limit and weak-recovery", "anchor": "limit"}
     assert ranked[1]["heading"] is None and ranked[2]["heading"] is None
     # a word in the page title counts more than one in a heading, the query in it most
@@ -296,7 +299,71 @@ def test_ranking_weighs_headings_and_the_whole_query(rank_page):
     one = _rank(rank_page, ["recoveri"], ["recovery"], titled)
     assert [(r["file"], r["score"]) for r in one[:2]] == [(2, 15), (0, 10)]
     both = _rank(rank_page, ["weak", "recoveri"], ["weak", "recovery"], titled)
-    assert [(r["file"], r["score"]) for r in both] == [(2, 60), (1, 40), (0, 15)]
+    assert [(r["file"], r["score"]) for r in both] == [(2, 60), (1, 26), (0, 15)]
+
+
+# A page about hardmax with two sections that never say it in their headings, the text of each
+# (AimSearchPages: [anchor, parent block, own text]), a page that says it in a heading only, and an
+# entry of the reference named after it.
+HARDMAX_INDEX = {
+    "titles": ["Hardmax attention", "Results", "Channels"],
+    "docnames": ["hardmax", "results", "api/channels"],
+    "filenames": ["hardmax.md", "results.md", "api/channels.md"],
+    "alltitles": {"Hardmax attention": [[0, None]], "Two tokens": [[0, "two"]], "Three tokens": [[0, "three"]],
+                  "Results": [[1, None]], "The hardmax curves": [[1, "curves"]], "Channels": [[2, None]]},
+    "terms": {"hardmax": [0, 1, 2]}, "titleterms": {"hardmax": [0, 1]},
+    "objects": {"aimlib.channels": [[2, 0, 1, "-", "hardmax_polytope"], [2, 1, 1, "", "softmax_k"]]},
+    "objnames": {"0": ["py", "module", "Python module"], "1": ["py", "function", "Python function"]},
+}
+HARDMAX_TEXTS = {"hardmax": [["top", -1, "Hardmax attention, hardmax."], ["two", 0, "hardmax " * 2],
+                             ["three", 0, "the hardmax at three tokens " * 6]]}
+
+
+def test_a_page_about_the_query_brings_its_section_and_entries_named_by_it(rank_page):
+    """The section that says the query most follows its page; an entry named by it ranks as a heading."""
+    ranked = _rank(rank_page, ["hardmax"], ["hardmax"], HARDMAX_INDEX, HARDMAX_TEXTS)
+    shown = [(r["file"], r["score"], (r.get("heading") or {}).get("anchor"), (r.get("object") or {}).get("name"))
+             for r in ranked]
+    assert shown == [(0, 15, None, None), (0, 14, "three", None),                 # the page, then its section
+                     (2, 10, None, "aimlib.channels.hardmax_polytope"),          # entry before a heading of
+                     (1, 10, "curves", None), (2, 5, None, None)]                # the same score
+    entry = ranked[2]["object"]
+    assert entry["anchor"] == "module-aimlib.channels.hardmax_polytope"
+    # a section says the query MIN_SAID times at least to stand as a result
+    few = {"hardmax": [row if row[0] != "three" else ["three", 0, "hardmax"] for row in HARDMAX_TEXTS["hardmax"]]}
+    headings = [r.get("heading") for r in _rank(rank_page, ["hardmax"], ["hardmax"], HARDMAX_INDEX, few)]
+    assert headings[:2] == [None, None]
+
+
+def test_pages_of_equal_score_come_in_the_order_of_how_often_they_say_the_query(rank_page):
+    index = dict(SMALL_INDEX, titles=["Beyond the model", "Hardmax", "Introduction", "Softmax"])
+    quiet = _rank(rank_page, ["recoveri"], ["recovery"], index)
+    texts = {"softmax": [["top", -1, "recovery " * 9]], "beyond": [["top", -1, "recovery"]]}
+    loud = _rank(rank_page, ["recoveri"], ["recovery"], index, texts)
+    assert [r["score"] for r in quiet] == [r["score"] for r in loud]
+    tied = lambda ranked: [r["file"] for r in ranked if r["score"] == 10]  # noqa: E731
+    assert tied(quiet) == [0, 1, 3] and tied(loud) == [3, 0, 1]     # by title, then Softmax says it most
+
+
+SEARCH_PLAIN_MATH_JS = ROOT / "book" / "_ext" / "static" / "search-plain-math.js"
+
+
+@pytest.mark.parametrize("tex, plain", [
+    (r"\(\bar\tau = \sqrt{1-\tau^2}\)", "\u03c4\u0304 = \u221a(1-\u03c4^2)"),     # τ̄, not τ
+    (r"\(\hat S = \mathbb E S\)", "S\u0302 = E S"),
+    (r"\(\hat{q} = \alpha F\)", "q\u0302 = \u03b1 F"),
+    (r"\(\tilde\alpha\)", "\u03b1\u0303"),
+    (r"\(\mathring{x}\)", "x\u030a"),
+    (r"\(\overline{ab}\)", "a\u0305b\u0305"),
+])
+def test_accents_become_combining_characters(chromium, tex, plain):
+    """An accent dropped would read as another quantity: it stays, over each letter it covers."""
+    ctx = chromium.new_context()
+    page = ctx.new_page()
+    page.set_content("<!doctype html><title>plain</title>")
+    page.add_script_tag(content=SEARCH_PLAIN_MATH_JS.read_text())
+    assert page.evaluate("(tex) => AimPlainMath.plain(tex)", tex) == plain
+    ctx.close()
 
 
 def test_snippet_starts_at_the_whole_query_else_where_the_words_meet(rank_page):
@@ -332,6 +399,105 @@ def test_search_for_weak_recovery_leads_to_its_section(site, chromium):
     assert "#" in first["href"] and "weak recovery" in first["snippet"].lower(), first
     assert [i["score"] for i in items] == sorted((i["score"] for i in items), reverse=True)
     assert not recorded_problems(seen)
+    ctx.close()
+
+
+# ----------------------------------------------------------------------------- search answers, online and offline
+@pytest.fixture(params=["http", "file"])
+def origin(request, site):
+    """The built book over HTTP, and opened from the file system as the README suggests for offline reading."""
+    base, html = site
+    return base if request.param == "http" else html.resolve().as_uri()
+
+
+#: query -> (what the first result's title starts with or None, results expected among the first `top`, top)
+SEARCHES = {
+    "state evolution": (None, ["The replica computation > ", "The softmax channel, solved exactly"], 5),
+    "hardmax": ("Hardmax attention with two and three tokens",
+                ["Hardmax attention with two and three tokens > Three tokens", "aimlib.channels.hardmax_polytope"], 8),
+    "weak recovery": ("Hardmax attention with two and three tokens > The ρ→0 limit and weak recovery", [], 1),
+}
+
+
+def _search(chromium, origin, query):
+    """The results of ``query`` once all are shown, each with its excerpt: [{title, href, snippet}]."""
+    page, ctx, seen = visit(chromium, origin, f"search.html?q={query.replace(' ', '+')}")
+    page.wait_for_function(
+        """() => /finished/i.test(document.querySelector('#search-results .search-summary')?.innerText ?? '')
+              && [...document.querySelectorAll('#search-results ul.search li')]
+                  .every(li => li.querySelector('p.context'))""",
+        timeout=60_000)
+    items = page.evaluate(
+        """() => [...document.querySelectorAll('#search-results ul.search li')].map(li => ({
+              title: li.querySelector('a').innerText, href: li.querySelector('a').getAttribute('href'),
+              snippet: li.querySelector('p.context').innerText}))""")
+    ctx.close()
+    return items, seen
+
+
+@pytest.mark.parametrize("query", SEARCHES)
+def test_search_answers_with_excerpts_online_and_offline(chromium, origin, query):
+    """The expected first hits and top results, every result with an excerpt, from a server and from files."""
+    first, expected, top = SEARCHES[query]
+    items, seen = _search(chromium, origin, query)
+    titles = [i["title"] for i in items]
+    assert items and all(i["snippet"].strip() for i in items), items[:3]
+    if first:
+        assert titles[0].startswith(first), titles[:top]
+    for title in expected:
+        assert any(t.startswith(title) for t in titles[:top]), (title, titles[:top])
+    assert not recorded_problems(seen), seen
+
+
+def test_excerpts_keep_accents(chromium, origin):
+    """A hat or a bar is part of the symbol: "Let τ̄ = √(1-τ^2)" (hardmax), not "Let τ = ...", offline too."""
+    page, ctx, seen = visit(chromium, origin, "search.html?q=gradient")
+    snippet = page.evaluate(
+        """async () => {
+              const html = await (await fetch(new URL('book/hardmax.html', document.baseURI))).text();
+              return Search.makeSearchSummary(html, new Set(['gradient']), '#hardmax-prop-gout').textContent;
+            }""")
+    assert "Let \u03c4\u0304 = \u221a(1-\u03c4^2). The gradient" in snippet, snippet
+    assert not recorded_problems(seen), seen
+    ctx.close()
+
+
+# ----------------------------------------------------------------------------- the library reference
+def test_names_in_chapter_code_link_to_their_entries(site, chromium):
+    """A function a chapter calls links to its entry (``se.fixed_point`` in deep_cross), and every such
+    link of the chapters that call the library lands on an entry that is there."""
+    base, _ = site
+    targets, calls = {}, {}
+    for chapter in ("deep_cross", "softmax", "hardmax", "amp", "deep_attention", "replica"):
+        page, ctx, _ = visit(chromium, base, f"book/{chapter}.html")
+        links = page.evaluate("""() => [...document.querySelectorAll('article .cell_input a.aim-code-link')]
+            .map(a => [a.innerText, a.href])""")
+        calls[chapter] = sorted({text for text, _ in links if not text.startswith("aimlib")})
+        for _, href in links:
+            targets.setdefault(href.split("#")[0], set()).add(href.split("#")[1])
+        ctx.close()
+    assert all(calls.values()), calls
+    assert "se.fixed_point" in calls["deep_cross"], calls["deep_cross"]
+    assert f"{base}/book/api/state_evolution.html" in targets
+    assert "aimlib.state_evolution.fixed_point.fixed_point" in targets[f"{base}/book/api/state_evolution.html"]
+    page, ctx, _ = visit(chromium, base, "book/api/index.html")
+    missing = {url: [i for i in ids if f'id="{i}"' not in page.request.get(url).text()] for url, ids in targets.items()}
+    assert not any(missing.values()), missing
+    ctx.close()
+
+
+def test_the_contents_column_shows_whole_names(site, chromium):
+    """The long module names of a reference page wrap in the contents column, none is cut at its edge."""
+    base, _ = site
+    page, ctx, _ = visit(chromium, base, "book/api/channels_hardmax.html")
+    report = page.evaluate("""() => {
+          const column = document.querySelector('.bd-sidebar-secondary');
+          const edge = column.getBoundingClientRect().right;
+          const links = [...column.querySelectorAll('a.nav-link')];
+          return {links: links.length, cut: links.filter(a => a.getBoundingClientRect().right > edge + 1)
+              .map(a => a.innerText)};
+        }""")
+    assert report["links"] >= 3 and report["cut"] == [], report
     ctx.close()
 
 

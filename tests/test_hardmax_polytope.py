@@ -117,7 +117,7 @@ def test_impossible_output_and_T_range_are_refused():
     with pytest.raises(ValueError, match="T must be <= 3"):
         Hardmax().fisher(0.5, 1.5, 4)
     with pytest.raises(ValueError, match="tabulated for q/V in \\[0, 1000\\]"):
-        hp.fisher_scaled(2 * hp.TAU_MAX, 3)
+        hp.fisher_scaled(2 * hp.LAMBDA_MAX, 3)
 
 
 def test_weak_recovery_threshold_T3():

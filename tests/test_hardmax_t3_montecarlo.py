@@ -3,7 +3,7 @@ r"""The shipped ``T = 3`` hardmax table ``Phi_3(tau)`` at large ``tau`` against 
 Nothing here calls :mod:`aimlib.channels.polytope` or the cone / face code of
 :mod:`aimlib.channels.hardmax_polytope`: the Monte Carlo samples the model itself (Gaussian
 indices, row-wise argmax) with NumPy.  From the library it reads only the table
-(:func:`hardmax_polytope.fisher_scaled`, :data:`TAU_MAX`), the covariance shape
+(:func:`hardmax_polytope.fisher_scaled`, :data:`LAMBDA_MAX`), the covariance shape
 :func:`~aimlib.channels.base.sigma2`, and, for the ``T = 2`` calibration, the closed-form
 quadrature :func:`aimlib.channels.hardmax.fisher_scaled`.
 
@@ -85,7 +85,7 @@ import pytest
 
 from aimlib.channels import hardmax as hm
 from aimlib.channels.base import sigma2
-from aimlib.channels.hardmax_polytope import TAU_MAX, fisher_scaled
+from aimlib.channels.hardmax_polytope import LAMBDA_MAX, fisher_scaled
 
 N_SE = 4.0          # agreement within this many standard errors ...
 REL_TOL = 0.03      # ... and within this relative tolerance (see the module docstring)
@@ -224,14 +224,14 @@ def test_T2_monte_carlo_matches_the_closed_form_and_detects_a_factor_two(tau):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("tau", [50.0, 200.0, TAU_MAX])
+@pytest.mark.parametrize("tau", [50.0, 200.0, LAMBDA_MAX])
 def test_T3_table_matches_independent_monte_carlo_at_large_tau(tau):
-    assert tau <= TAU_MAX
+    assert tau <= LAMBDA_MAX
     _check_monte_carlo(3, tau, fisher_scaled(tau, 3))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("tau", [50.0, 200.0, TAU_MAX])
+@pytest.mark.parametrize("tau", [50.0, 200.0, LAMBDA_MAX])
 def test_T3_error_bar_would_catch_a_five_percent_error(tau):
     """Sanity of the error bar: the same comparison rejects the table times 1.05 (and 1/1.05)."""
     mc, se, _ = phi_monte_carlo(3, tau)

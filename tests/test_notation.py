@@ -1,8 +1,9 @@
-"""One meaning per symbol: the introduction's notation table is true of the chapters.
+"""One meaning per symbol: the introduction's notation table is true of the chapters and of the library.
 
 For the symbols of the table that chapters once used in a second sense, the prose
 (outside code cells) must not use that sense again; each rule names the form it
-forbids and what the book writes instead.
+forbids and what the book writes instead.  The library's docstrings, which the
+reference prints beside the chapters, write the book's symbols too (``LIBRARY_RULES``).
 """
 import re
 from pathlib import Path
@@ -42,6 +43,16 @@ RULES = [
 ]
 
 
+#: (table symbol, forbidden pattern in aimlib's source, what the docstrings write instead, an example)
+LIBRARY_RULES = [
+    ("$\\mathcal F$", r"\bG\((?:q/V|lambda)\)", "𝓕(lambda) = V F_out, the hardmax output function", "G(q/V)/V"),
+    ("$\\mathcal F$", r"Phi_T\(tau\)|\btau = q ?/ ?V", "𝓕_T(lambda), lambda = q/V (Phi is the normal distribution "
+     "function, tau a correlation)", "F_out = Phi_T(tau) / V with tau = q / V"),
+    ("$c$", r"\bA(?:_l)? = c ?I\b", "M = c I + P, the mixing of a deep layer", "X_1 = A X with A = c I + P"),
+]
+LIBRARY = sorted((ROOT / "aimlib").rglob("*.py"))
+
+
 def _prose(path: Path) -> str:
     return CODE_CELL.sub("", path.read_text())
 
@@ -67,3 +78,11 @@ def test_no_chapter_gives_a_table_symbol_a_second_meaning(symbol, pattern, inste
 def test_each_rule_catches_the_form_it_forbids(symbol, pattern, instead, example):
     """A rule that matches nothing is no rule: each matches its own example of the forbidden form."""
     assert re.search(pattern, example), f"the rule for {symbol} misses {example!r}"
+
+
+@pytest.mark.parametrize("symbol, pattern, instead, example", LIBRARY_RULES)
+def test_the_library_writes_the_books_symbols(symbol, pattern, instead, example):
+    assert re.search(pattern, example), f"the rule for {symbol} misses {example!r}"
+    hits = [f"{p.relative_to(ROOT)}:{p.read_text()[:m.start()].count(chr(10)) + 1}: {m.group(0)}"
+            for p in LIBRARY for m in re.finditer(pattern, p.read_text())]
+    assert LIBRARY and not hits, f"{symbol} written in another form (write {instead}): {hits}"

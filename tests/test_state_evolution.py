@@ -284,3 +284,13 @@ def test_gaussian_prior_iterated_equals_closed_form(channel):
         exact = max(0.0, 1.0 - k * alpha)
         assert it == pytest.approx(exact, abs=1e-9)
         assert se.solve(alpha, channel, T=2, rho=math.inf).mmse == pytest.approx(exact, abs=1e-10)
+
+
+def test_the_examples_of_solve_and_curve_run_as_printed():
+    """The reference shows the docstrings' examples: they are doctests, so a changed value fails here."""
+    import doctest
+    import importlib
+
+    module = importlib.import_module("aimlib.state_evolution.solve")
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 4 and result.failed == 0, result

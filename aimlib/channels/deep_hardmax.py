@@ -1,12 +1,12 @@
 r"""Attention layers as one AIM: the forward map of ``L`` layers, the Bayes side of two or three hardmax layers (``T = 2``).
 
 The network (book, chapter "Deep attention"): layer 1 mixes the
-tokens, ``X_1 = A X`` with ``A = c I + sigma(h^(1))`` (``c`` the residual
+tokens, ``X_1 = M X`` with ``M = c I + sigma(h^(1))`` (``c`` the residual
 strength, ``sigma`` the row-wise hardmax or softmax), and layer 2 reads the
-mixed tokens, whose trace-subtracted indices are ``A h^(2) A^T`` in terms of the
+mixed tokens, whose trace-subtracted indices are ``M h^(2) M^T`` in terms of the
 indices ``h^(2)`` of the *original* tokens; for two layers the output is
-``y = sigma(A h^(2) A^T)``.  A third layer reads ``M h^(3) M^T`` with ``M = A_2 A_1``,
-``A_2 = c I + sigma(A_1 h^(2) A_1^T)``.  So the channel reads ``L`` index matrices per sample.
+``y = sigma(M h^(2) M^T)``.  A third layer reads ``M_2 h^(3) M_2^T`` with ``M_1 = M`` and
+``M_2 = (c I + sigma(M_1 h^(2) M_1^T)) M_1``.  So the channel reads ``L`` index matrices per sample.
 
 Bayes side (hardmax layers, ``T = 2``): the exact sum over the latent pattern histories,
 :mod:`aimlib.channels.deep_histories` (four patterns for two layers,
@@ -40,7 +40,7 @@ __all__ = ["DeepAttention", "check_residual", "C_MARGIN", "limit_map", "limit_th
 
 #: the least distance of ``c`` from each collision ``-1, 0, 1`` for two and three hardmax layers.  Near a
 #: collision the two differences a layer's hardmax reads turn (anti)parallel under some pattern history:
-#: ``G`` grows without bound (``G_2 ~ 1e8`` at ``c = -0.999``) and its interpolant in ``lambda`` fails
+#: ``F~`` grows without bound (``F~_2 ~ 1e8`` at ``c = -0.999``) and its interpolant in ``lambda`` fails
 #: (a factor 200 there); the gradients of the orthant probabilities overflow at ``1e-4`` (two layers)
 #: and ``1e-2`` (three).  At the margin the two-layer interpolant is within 0.4 % of direct quadrature
 #: near -1 and 1 and 5 % near 0 (``tests/test_deep_hardmax.py``; the docstring of ``fisher_scaled``).
@@ -51,7 +51,7 @@ def check_residual(c: float, layers: int = 2) -> float:
     """``c`` as a float if it lies at least :data:`C_MARGIN` ``[layers]`` from -1, 0 and 1, else ``ValueError``.
 
     At ``c`` in ``{-1, 0, 1}`` two mixed tokens coincide or vanish under some pattern history of
-    hardmax layers (``det A`` in ``{(1 + c)^2, c (1 + c), c^2 - 1}``), a tie with probability one.
+    hardmax layers (``det M`` in ``{(1 + c)^2, c (1 + c), c^2 - 1}``), a tie with probability one.
     """
     c = v.real("c", c)
     layers = v.choice("layers", v.integer("layers", layers), {2, 3})
@@ -65,10 +65,9 @@ def check_residual(c: float, layers: int = 2) -> float:
     return c
 
 class DeepAttention(Channel):
-    """``L`` attention layers: ``X_l = A_l X_{l-1}``, ``A_l = c I + sigma(M_{l-1} h_l M_{l-1}^T)`` (residual ``c``).
-
-    ``M_l = A_l ... A_1`` (``M_0 = I``) and ``y = sigma(M_{L-1} h_L M_{L-1}^T)``; for ``L = 2``,
-    ``y = sigma(A h2 A^T)`` with ``A = c I + sigma(h1)``.
+    """``L`` attention layers: ``X_l = M_l X``, ``M_l = (c I + sigma(M_{l-1} h_l M_{l-1}^T)) M_{l-1}`` (residual ``c``,
+    ``M_0 = I``) and ``y = sigma(M_{L-1} h_L M_{L-1}^T)``; for ``L = 2``,
+    ``y = sigma(M h2 M^T)`` with ``M = c I + sigma(h1)``.
 
     Parameters
     ----------
@@ -141,12 +140,12 @@ class DeepAttention(Channel):
         return q, Q0, np.array(V)
 
     def fisher(self, q, Q0, T):
-        r"""``(F_1, F_2) = (G_1/V_1, G_2/V_2)`` at ``lambda_l = q_l/V_l`` (:func:`~aimlib.channels.deep_patterns.fisher_scaled`).
+        r"""``(F_1, F_2) = (F~_1/V_1, F~_2/V_2)`` at ``lambda_l = q_l/V_l`` (:func:`~aimlib.channels.deep_patterns.fisher_scaled`).
 
         Two layers, independent estimates (centred teachers), where the cross term vanishes: the
         exact state evolution.  Tabulated for ``lambda_l <= LAMBDA_MAX``, that is
         ``V_l >= Q0_l / (1 + LAMBDA_MAX)``.  Three layers are refused: their output has a cross
-        term ``G_12`` between layers 1 and 2 for every prior (:meth:`correlated_layers`), which
+        term ``F~_12`` between layers 1 and 2 for every prior (:meth:`correlated_layers`), which
         one overlap per layer would drop; :meth:`separable_fisher` gives GAMP-RIE's state evolution.
         """
         if self.n_indices == 3:
@@ -161,7 +160,7 @@ class DeepAttention(Channel):
         """Whether the output has cross terms ``E[<g_l, g_l'>_Sigma] != 0`` (``l != l'``) for ``priors``.
 
         Two layers: only for teachers with a known part (a prior of non-zero mean; centred teachers
-        make the cross term vanish by the layer-2 sign flip).  Three layers: always (``G_12 != 0``,
+        make the cross term vanish by the layer-2 sign flip).  Three layers: always (``F~_12 != 0``,
         :func:`~aimlib.channels.deep_histories.fisher_matrix3_direct`).
         """
         return self.n_indices == 3 or any(p.mean_square() > 0 for p in priors)
@@ -174,7 +173,7 @@ class DeepAttention(Channel):
         return deep_patterns.tables_ready(self.c, shared)
 
     def tabulate(self, shared: bool = False, progress=None) -> None:
-        """Build, once per session, the interpolants of ``G`` for this ``c`` that are not stored: two layers'
+        """Build, once per session, the interpolants of ``F~`` for this ``c`` that are not stored: two layers'
         centred table (two seconds on one core), with ``shared`` their table in the correlation ``r``
         (fifteen), three layers' table (thirty).  ``progress(done, total)`` is called as they are built."""
         if self.n_indices == 3:
@@ -190,7 +189,7 @@ class DeepAttention(Channel):
         Teachers ``S_l = m_l I + C_l`` (``C_l`` centred) with a known part of squared norm ``s_l = m_l^2``
         (``m_l >= 0``; Wishart: ``s_l = rho_l``) give the estimates ``omega_l = sqrt(s_l) z_0 +
         sqrt(q_l - s_l) z_l``, correlation ``r = sqrt(s_1 s_2 / (q_1 q_2))``.  With the moment matrix
-        ``F_ll' = G_ll'(lambda, r) / sqrt(V_l V_l')`` (:func:`~aimlib.channels.deep_patterns.fisher_matrix`),
+        ``F_ll' = F~_ll'(lambda, r) / sqrt(V_l V_l')`` (:func:`~aimlib.channels.deep_patterns.fisher_matrix`),
         GAMP's effective observations are ``R = S + (alpha F)^{-1/2} xi``: layer ``l`` sees its
         teacher through Gaussian noise of variance ``(F^{-1})_ll / alpha``, and one denoiser per
         layer reaches ``qhat_l = alpha / (F^{-1})_ll``.  A cross term ``F_12 != 0`` lowers it
@@ -200,7 +199,7 @@ class DeepAttention(Channel):
         not established as a bound on the Bayes error.
 
         Three layers (centred teachers only, ``shared = 0``): ``F_13 = F_23 = 0`` and
-        ``F^sep = (G_11 (1 - r_12^2), G_22 (1 - r_12^2), G_33) / V`` with ``r_12 = G_12 / sqrt(G_11 G_22)``
+        ``F^sep = (F~_11 (1 - r_12^2), F~_22 (1 - r_12^2), F~_33) / V`` with ``r_12 = F~_12 / sqrt(F~_11 F~_22)``
         (:func:`~aimlib.channels.deep_histories.fisher_matrix3`); ``r_12 = 1`` at ``lambda = 0``, so
         layers 1 and 2 get no information until layer 3 is learned.
         """
@@ -219,14 +218,14 @@ class DeepAttention(Channel):
         return s
 
     def _moments(self, q, V, s):
-        """Two layers' ``F_ll' = G_ll'(lambda, r)/sqrt(V_l V_l')`` at validated ``(q, V, s)``."""
+        """Two layers' ``F_ll' = F~_ll'(lambda, r)/sqrt(V_l V_l')`` at validated ``(q, V, s)``."""
         r = float(np.sqrt(s[0] * s[1] / (q[0] * q[1]))) if min(q) > 0 else 0.0
         return fisher_matrix(self.c, q[0] / V[0], q[1] / V[1], min(r, 1.0)) / np.sqrt(np.outer(V, V))
 
     def moment_matrix(self, q, Q0, T, shared) -> np.ndarray:
         r"""The output moment matrix ``F`` (one row per layer) of layers whose estimates share ``sqrt(s_1 s_2)``.
 
-        ``F_ll' = G_ll'(lambda, r) / sqrt(V_l V_l')`` of :meth:`separable_fisher`, off-diagonal
+        ``F_ll' = F~_ll'(lambda, r) / sqrt(V_l V_l')`` of :meth:`separable_fisher`, off-diagonal
         included: what :func:`~aimlib.priors.correlated.layer_noises` turns into GAMP-RIE's two
         noises and their correlation ``kappa = -F_12/sqrt(F_11 F_22)``.  Three layers (centred
         teachers, ``shared = 0``): the ``3 x 3`` matrix of
@@ -239,7 +238,7 @@ class DeepAttention(Channel):
         return self._moments(q, V, s)
 
     def oracle_fisher(self, layer: int, q: float, Q0, T, shared=(0.0, 0.0)) -> float:
-        r"""``F`` of layer ``layer`` for the oracle given the other teacher: ``G / V`` (:func:`~aimlib.channels.deep_patterns.oracle_fisher_scaled`).
+        r"""``F`` of layer ``layer`` for the oracle given the other teacher: ``F~ / V`` (:func:`~aimlib.channels.deep_patterns.oracle_fisher_scaled`).
 
         ``q`` is the layer's overlap, ``Q0`` both layers' second moments, ``shared`` their known
         parts: the layer's estimate and the known index ``h_o`` (variance ``Q0_o``) share
@@ -337,8 +336,8 @@ def _residual_law(q, Q0, s, cross: float, L: int):
 # -- the rho -> 0 limit at fixed alpha_bar = alpha / rho (every layer) ------------------
 
 def _scaled(c: float, E: np.ndarray) -> np.ndarray:
-    """``F_l V_l`` at ``V = E``, ``lambda_l = (1 - E_l)/E_l``: ``G_l`` (two layers), the separable
-    ``(G_11 (1 - r_12^2), G_22 (1 - r_12^2), G_33)`` (three)."""
+    """``F_l V_l`` at ``V = E``, ``lambda_l = (1 - E_l)/E_l``: ``F~_l`` (two layers), the separable
+    ``(F~_11 (1 - r_12^2), F~_22 (1 - r_12^2), F~_33)`` (three)."""
     lam = np.minimum((1.0 - E) / E, LAMBDA_MAX)
     return fisher_scaled(c, *lam) if len(E) == 2 else separable_scaled3(c, *lam)
 
@@ -347,9 +346,9 @@ def limit_map(E, alpha_bar: float, c: float) -> np.ndarray:
     r"""One step of the ``L``-layer state evolution as ``rho_l = rho -> 0`` at fixed ``alpha_bar = alpha/rho``.
 
     Per layer, as for one hardmax layer: ``E_l -> 1 - (1 - delta_l)_+^2`` with
-    ``delta_l = 1/(alpha_bar F_l)``, ``F_l = G_l(lambda) / E_l`` and ``lambda_l = (1 - E_l)/E_l``
+    ``delta_l = 1/(alpha_bar F_l)``, ``F_l = F~_l(lambda) / E_l`` and ``lambda_l = (1 - E_l)/E_l``
     (``Q0 -> 1``, ``V_l = E_l``): each prior has become a vanishing-rank-fraction spike whose
-    Bayes error is the BBP formula.  ``E`` holds two or three errors; for three, ``G_l`` is the
+    Bayes error is the BBP formula.  ``E`` holds two or three errors; for three, ``F~_l`` is the
     separable one of :meth:`DeepAttention.separable_fisher` (GAMP-RIE's state evolution).
     """
     E = np.asarray(E, dtype=float)
@@ -384,7 +383,7 @@ def limit_thresholds(c: float, *, layers: int = 2, tol: float = 1e-6, alpha_bar_
     r"""``(alpha_bar_1, ..., alpha_bar_L)``: where each layer's error leaves 1 in the ``rho -> 0`` limit.
 
     ``E = 1`` loses stability first in the layer of the largest ``F_l(0)``, at ``1/F_l(0)``, exact:
-    at ``lambda = 0`` the estimates vanish and ``G(0)`` is a finite sum over the outputs and
+    at ``lambda = 0`` the estimates vanish and ``F~(0)`` is a finite sum over the outputs and
     histories (:func:`fisher_scaled_direct`; for three layers ``fisher_matrix3_direct`` and its
     separable ``F``, where ``r_12 = 1`` gives layers 1 and 2 no information).  Every other
     layer's onset is found by bisection on :func:`limit_error` (the smallest ``alpha_bar`` with

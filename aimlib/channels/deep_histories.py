@@ -2,8 +2,8 @@ r"""The Bayes side of ``L`` hardmax attention layers at ``T = 2``: the sum over 
 
 The network (book, chapter "Deep attention: which layer is learned first", section "Three
 layers"; :class:`aimlib.channels.DeepAttention`) mixes the tokens layer by layer,
-``X_l = A_l X_{l-1}`` with ``A_l = c I + P_l``, so layer ``l`` sees
-``M_{l-1} h^(l) M_{l-1}^T`` with ``M_l = A_l ... A_1`` (``M_0 = I``).  Its hardmax pattern
+``X_l = M_l X`` with ``M_l = (c I + P_l) M_{l-1}`` (``M_0 = I``), so layer ``l`` sees
+``M_{l-1} h^(l) M_{l-1}^T``.  Its hardmax pattern
 ``P_l`` is fixed by the signs ``s_l`` of ``u = L(M_{l-1}) (h_11, h_12, h_22)``
 (:func:`~aimlib.channels.deep_patterns.mixed_functionals`), linear in that layer's own index
 once the earlier patterns are given.  With ``h_l ~ N(omega_l, V_l Sigma)`` independently,
@@ -16,13 +16,13 @@ probabilities (:func:`log_z_and_g`; for ``L = 2`` the four-pattern sum of
 :mod:`aimlib.channels.deep_patterns`, to rounding).
 
 Output moments of three layers (centred teachers, ``omega_l ~ N(0, lambda_l Sigma)``
-independently, ``V = 1``): ``G_ll' = 2 sum_{a<=b} Sigma_ab E sum_t Z_out g_{l,ab} g_{l',ab}``
+independently, ``V = 1``): ``F~_ll' = 2 sum_{a<=b} Sigma_ab E sum_t Z_out g_{l,ab} g_{l',ab}``
 by a fixed scrambled Sobol set in nine dimensions (:func:`fisher_matrix3_direct`).  The map
 ``(omega_3, h_3) -> -(omega_3, h_3)`` flips ``t`` and ``g_3`` and leaves ``g_1, g_2``:
-``G_13 = G_23 = 0`` exactly, while ``G_12`` is not zero (measured: book, chapter "Deep
+``F~_13 = F~_23 = 0`` exactly, while ``F~_12`` is not zero (measured: book, chapter "Deep
 attention"), so the layers' state evolution is GAMP-RIE's with one denoiser per layer.
-:func:`fisher_matrix3` reads ``G`` from Chebyshev interpolants (``aimlib/data``), with
-``G_13 = G_23 = 0``: the Sobol average over the point set mirrored in ``omega_3``.
+:func:`fisher_matrix3` reads ``F~`` from Chebyshev interpolants (``aimlib/data``), with
+``F~_13 = F~_23 = 0``: the Sobol average over the point set mirrored in ``omega_3``.
 """
 from __future__ import annotations
 
@@ -54,15 +54,15 @@ TABLES3 = Path(__file__).resolve().parents[1] / "data" / "deep_hardmax3_tables.n
 
 
 def _residual_matrices(c: float) -> list:
-    """``A = c I + P`` for the four patterns, in the order of :data:`~aimlib.channels.deep_patterns.PATTERNS`."""
+    """``c I + P`` for the four patterns, in the order of :data:`~aimlib.channels.deep_patterns.PATTERNS`."""
     return [c * np.eye(2) + pattern_matrix(*s) for s in PATTERNS]
 
 
 def mixing_matrices(c: float, L: int) -> list:
-    """``M_{L-1} = A_{L-1} ... A_1`` for each of the ``4^(L-1)`` histories (``L >= 2``), ``s_1`` slowest."""
+    """``M_{L-1} = (c I + P_{L-1}) ... (c I + P_1)`` for each of the ``4^(L-1)`` histories (``L >= 2``), ``s_1`` slowest."""
     Ms = _residual_matrices(c)
     for _ in range(L - 2):
-        Ms = [A @ M for M in Ms for A in _residual_matrices(c)]
+        Ms = [R @ M for M in Ms for R in _residual_matrices(c)]
     return Ms
 
 
@@ -106,7 +106,7 @@ def log_z_and_g(c: float, t, omega, V):
     return history_posterior(logs + log_b, grads + [g_last])
 
 
-# -- G of three layers: deterministic quasi-Monte Carlo over omega, exact sum over the outputs --
+# -- F~ of three layers: deterministic quasi-Monte Carlo over omega, exact sum over the outputs --
 
 @lru_cache(maxsize=2)
 def _sobol_normals3(log2: int) -> np.ndarray:
@@ -132,7 +132,7 @@ def _axis_terms3(c: float, ell: int, lam: float, sobol_log2: int):
 
 
 def _moments3(one, two, three) -> np.ndarray:
-    """``G`` (3 x 3) from the terms of :func:`_axis_terms3` of the three layers: the four outputs
+    """``F~`` (3 x 3) from the terms of :func:`_axis_terms3` of the three layers: the four outputs
     summed, the Sobol draws averaged."""
     logs, grads = extend_histories(one[0], [one[1]], two)
     G = np.zeros((3, 3))
@@ -144,13 +144,13 @@ def _moments3(one, two, three) -> np.ndarray:
 
 def fisher_matrix3_direct(c: float, lam1: float, lam2: float, lam3: float, *,
                           sobol_log2: int = SOBOL3_LOG2) -> np.ndarray:
-    r"""``G`` (3 x 3) of three layers with ``E[<g_l, g_l'>_Sigma] = G_ll' / sqrt(V_l V_l')``, centred teachers.
+    r"""``F~`` (3 x 3) of three layers with ``E[<g_l, g_l'>_Sigma] = F~_ll' / sqrt(V_l V_l')``, centred teachers.
 
     At ``V = (1, 1, 1)`` and independent ``omega_l ~ N(0, lambda_l Sigma)``:
-    ``G_ll' = 2 sum_{a<=b} Sigma_ab E_omega sum_t Z_out(t) g_{l,ab}(t) g_{l',ab}(t)``, the four
+    ``F~_ll' = 2 sum_{a<=b} Sigma_ab E_omega sum_t Z_out(t) g_{l,ab}(t) g_{l',ab}(t)``, the four
     outputs ``t`` summed exactly and ``omega`` averaged over ``2^sobol_log2`` scrambled Sobol
     points (fixed scramble).  The off-diagonal entries are as measured on that point set:
-    ``G_13``, ``G_23`` vanish as integrals (layer-3 sign flip), their values here are the
+    ``F~_13``, ``F~_23`` vanish as integrals (layer-3 sign flip), their values here are the
     quasi-Monte Carlo error.
     """
     return _moments3(*(_axis_terms3(c, ell, lam, sobol_log2) for ell, lam in enumerate((lam1, lam2, lam3))))
@@ -180,8 +180,8 @@ def moments_grid3(c: float, progress=None) -> np.ndarray:
 
 
 def build_tables3(c: float, progress=None) -> np.ndarray:
-    r"""Chebyshev coefficients ``(4, deg+1, deg+1, deg+1)`` for ``c``: ``log G_11``, ``log G_22``,
-    ``log G_33`` and the correlation ``G_12 / sqrt(G_11 G_22)`` in ``x_l = 1/sqrt(1 + lambda_l)``
+    r"""Chebyshev coefficients ``(4, deg+1, deg+1, deg+1)`` for ``c``: ``log F~_11``, ``log F~_22``,
+    ``log F~_33`` and the correlation ``F~_12 / sqrt(F~_11 F~_22)`` in ``x_l = 1/sqrt(1 + lambda_l)``
     (the map of the two-layer tables), from :func:`moments_grid3` (about thirty seconds on one core)."""
     G = moments_grid3(c, progress)
     vals = [np.log(G[..., 0, 0]), np.log(G[..., 1, 1]), np.log(G[..., 2, 2]),
@@ -226,14 +226,14 @@ def _check3(c: float) -> None:
 
 
 def fisher_matrix3(c: float, lam1: float, lam2: float, lam3: float) -> np.ndarray:
-    """``G`` (3 x 3) of :func:`fisher_matrix3_direct` from the interpolants, with ``G_13 = G_23 = 0``.
+    """``F~`` (3 x 3) of :func:`fisher_matrix3_direct` from the interpolants, with ``F~_13 = F~_23 = 0``.
 
-    Interpolated: ``log G_ll`` and ``r_12 = G_12 / sqrt(G_11 G_22)`` (clipped to ``[-1, 1]``; it is 1
+    Interpolated: ``log F~_ll`` and ``r_12 = F~_12 / sqrt(F~_11 F~_22)`` (clipped to ``[-1, 1]``; it is 1
     at ``lambda = 0``).  Stored for :data:`STORED_RESIDUALS3`; for another ``c`` built once per session.
 
     Accuracy against :func:`fisher_matrix3_direct` (measured at ``c = 0.5``): 0.6 % on the diagonal for
-    ``lambda_l <= 20``, 1.3 % at ``lambda_1 = 40``, 3 % at ``lambda ~ (300, 150, 50)``; ``G_12`` within
-    ``2.5e-3 sqrt(G_11 G_22)``.  At ``lambda = 0`` the separable ``G_11 (1 - r_12^2)`` is ``8e-5``
+    ``lambda_l <= 20``, 1.3 % at ``lambda_1 = 40``, 3 % at ``lambda ~ (300, 150, 50)``; ``F~_12`` within
+    ``2.5e-3 sqrt(F~_11 F~_22)``.  At ``lambda = 0`` the separable ``F~_11 (1 - r_12^2)`` is ``8e-5``
     instead of 0 (``r_12`` interpolated to ``1 - 1e-3``).
     """
     u = lambda_coordinate([lam1, lam2, lam3])
@@ -245,10 +245,10 @@ def fisher_matrix3(c: float, lam1: float, lam2: float, lam3: float) -> np.ndarra
 
 
 def separable_scaled3(c: float, lam1: float, lam2: float, lam3: float) -> np.ndarray:
-    r"""``V_l / (F^{-1})_ll`` of three layers: ``(G_11 - G_12^2/G_22, G_22 - G_12^2/G_11, G_33)``.
+    r"""``V_l / (F^{-1})_ll`` of three layers: ``(F~_11 - F~_12^2/F~_22, F~_22 - F~_12^2/F~_11, F~_33)``.
 
-    The Schur complements of :func:`fisher_matrix3` (the moment matrix ``F = G / sqrt(V V^T)``, ``F_13 = F_23 = 0``):
-    one denoiser per layer sees layer ``l`` with ``qhat_l = alpha G_l^sep / V_l``.  Zero for layers
+    The Schur complements of :func:`fisher_matrix3` (the moment matrix ``F = F~ / sqrt(V V^T)``, ``F_13 = F_23 = 0``):
+    one denoiser per layer sees layer ``l`` with ``qhat_l = alpha F~_l^sep / V_l``.  Zero for layers
     1 and 2 where ``r_12 = 1`` (at ``lambda = 0``).
     """
     G = fisher_matrix3(c, lam1, lam2, lam3)

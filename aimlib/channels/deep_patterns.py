@@ -1,7 +1,7 @@
 r"""The Bayes side of two hardmax attention layers at ``T = 2``: the pattern sum and its output functions.
 
 The channel (:class:`aimlib.channels.DeepAttention`, book chapter "Deep attention") reads
-``y = hardmax(A h2 A^T)`` with ``A = c I + P``, ``P = hardmax(h1)``.  The latent layer-1
+``y = hardmax(M h2 M^T)`` with ``M = c I + P``, ``P = hardmax(h1)``.  The latent layer-1
 pattern ``P`` is fixed by the signs ``s_i = sign(h1_ii - h1_12)``; given ``P`` the output
 signs ``t_i = sign(u_i)`` are signs of the linear functions ``u = L_P (h2_11, h2_12, h2_22)``
 (:func:`functionals`).  With ``h_l ~ N(omega_l, V_l Sigma)`` independently given the
@@ -13,10 +13,11 @@ estimates,
 orthant probability: four products, no Monte Carlo.
 
 Output functions.  ``g_l = d log Z_out / d omega_l`` scales as ``V_l^{-1/2}`` times a function
-of ``omega_l / sqrt(V_l)``, so ``E[<g_l, g_l'>_Sigma] = G_ll' / sqrt(V_l V_l')`` with ``G`` a
-function of ``lambda_l = q_l / V_l`` and of the correlation ``r`` of the two estimates
+of ``omega_l / sqrt(V_l)``, so ``E[<g_l, g_l'>_Sigma] = F~_ll' / sqrt(V_l V_l')`` with ``F~``
+(the book's :math:`\tilde F`) a function of ``lambda_l = q_l / V_l`` and of the correlation
+``r`` of the two estimates
 (``r = 0`` for centred teachers, ``r = sqrt(s_1 s_2 / (q_1 q_2))`` when the teachers share a
-known part of squared norm ``s_l``).  ``G`` is a deterministic quasi-Monte Carlo average
+known part of squared norm ``s_l``).  ``F~`` is a deterministic quasi-Monte Carlo average
 (a fixed scramble) with the four outputs summed exactly, read from Chebyshev interpolants
 (:func:`fisher_scaled` at ``r = 0``, :func:`fisher_matrix` for ``r`` in ``[0, 1]``).
 
@@ -72,7 +73,7 @@ def mixed_functionals(M) -> np.ndarray:
 
 def functionals(c: float, s1: float, s2: float) -> np.ndarray:
     """``L`` (2 x 3): ``u = L (h_11, h_12, h_22)`` are the layer-2 differences given the pattern ``(s_1, s_2)``
-    (:func:`mixed_functionals` of ``A = c I + P``)."""
+    (:func:`mixed_functionals` of ``M = c I + P``)."""
     return mixed_functionals(c * np.eye(2) + pattern_matrix(s1, s2))
 
 
@@ -123,7 +124,7 @@ def mixed_terms(mixings, t, o, V):
 def layer2_terms(c, t, o2, V2):
     """Per pattern ``P``: ``log b_P``, the probability of the output signs ``t`` given ``P``, and its
     gradient in the entries ``(omega_11, omega_12, omega_22)`` of ``omega_2`` (:func:`mixed_terms` of
-    ``A = c I + P``)."""
+    ``M = c I + P``)."""
     return mixed_terms([c * np.eye(2) + pattern_matrix(*s) for s in PATTERNS], t, o2, V2)
 
 
@@ -150,12 +151,12 @@ def pattern_posterior(logs, g1s, g2s):
     return history_posterior(logs, (entries(g1s), g2s))
 
 
-# -- G: deterministic quasi-Monte Carlo over omega, exact sum over the outputs ------------
+# -- F~: deterministic quasi-Monte Carlo over omega, exact sum over the outputs ------------
 
 SOBOL_LOG2 = 12       # 2^12 scrambled Sobol points for the six omega entries
 CHEB_DEG = 10         # degree of the Chebyshev interpolants per lambda axis
 R_DEG = 8             # degree in the correlation r of the shared-law interpolant
-SOBOL_SEED = 20251130  # the fixed scramble: G is a deterministic function of (lambda, r)
+SOBOL_SEED = 20251130  # the fixed scramble: F~ is a deterministic function of (lambda, r)
 #: residual strengths whose interpolants ship with the package (``aimlib/data``), checked by the tests
 STORED_RESIDUALS = (0.5, 2.0, -0.5, 3.0)
 TABLES = Path(__file__).resolve().parents[1] / "data" / "deep_hardmax_tables.npz"
@@ -190,7 +191,7 @@ def _layer2_draws(c: float, lam2: float, r: float) -> list:
 
 
 def _moments(layer1: tuple, layer2: list) -> np.ndarray:
-    """``G`` (2 x 2) from the terms of :func:`_layer1_draws` and :func:`_layer2_draws`: the four
+    """``F~`` (2 x 2) from the terms of :func:`_layer1_draws` and :func:`_layer2_draws`: the four
     outputs summed, the Sobol draws averaged."""
     log_a, e1s = layer1
     G = np.zeros((2, 2))
@@ -208,10 +209,10 @@ def entry_products(p, e) -> np.ndarray:
 
 
 def fisher_matrix_direct(c: float, lam1: float, lam2: float, r: float = 0.0) -> np.ndarray:
-    r"""``G`` (2 x 2) with ``E[<g_l, g_l'>_Sigma] = G_ll' / sqrt(V_l V_l')`` at ``lambda_l = q_l / V_l``.
+    r"""``F~`` (2 x 2) with ``E[<g_l, g_l'>_Sigma] = F~_ll' / sqrt(V_l V_l')`` at ``lambda_l = q_l / V_l``.
 
     At ``V = (1, 1)`` and ``omega_l ~ N(0, lambda_l Sigma)`` with entrywise correlation ``r``:
-    ``G_ll' = 2 sum_{a<=b} Sigma_ab E_omega sum_y Z_out(y) g_{l,ab}(y) g_{l',ab}(y)``, the four
+    ``F~_ll' = 2 sum_{a<=b} Sigma_ab E_omega sum_y Z_out(y) g_{l,ab}(y) g_{l',ab}(y)``, the four
     outputs summed exactly and ``omega`` averaged over scrambled Sobol points (fixed scramble:
     a deterministic function of ``(lambda, r)``).  The diagonal at ``r = 0`` is
     :func:`fisher_scaled_direct`; the off-diagonal is the cross term, zero at ``r = 0``
@@ -221,13 +222,13 @@ def fisher_matrix_direct(c: float, lam1: float, lam2: float, r: float = 0.0) -> 
 
 
 def fisher_scaled_direct(c: float, lam1: float, lam2: float) -> np.ndarray:
-    """``(G_1, G_2)``: the diagonal of :func:`fisher_matrix_direct` at ``r = 0`` (centred teachers),
-    ``F_l = G_l / V_l``."""
+    """``(F~_1, F~_2)``: the diagonal of :func:`fisher_matrix_direct` at ``r = 0`` (centred teachers),
+    ``F_l = F~_l / V_l``."""
     return np.diag(fisher_matrix_direct(c, lam1, lam2, 0.0)).copy()
 
 
 def oracle_fisher_scaled(c: float, layer: int, lam: float, r: float) -> float:
-    r"""``G`` of layer ``layer`` when the other layer's index is known: ``F = G / V_layer``.
+    r"""``F~`` of layer ``layer`` when the other layer's index is known: ``F = F~ / V_layer``.
 
     The oracle that is given the other teacher matrix observes that layer's index ``h_o``
     exactly; ``omega ~ N(0, lambda Sigma)`` (at ``V = 1``) has entrywise correlation ``r``
@@ -285,14 +286,14 @@ def moments_grid(c: float, rs, progress=None) -> np.ndarray:
 
 
 def build_centred(c: float, progress=None) -> np.ndarray:
-    """Chebyshev coefficients ``(2, deg+1, deg+1)`` of ``log G_l`` at ``r = 0`` (centred teachers) in
+    """Chebyshev coefficients ``(2, deg+1, deg+1)`` of ``log F~_l`` at ``r = 0`` (centred teachers) in
     ``x_l = 1/sqrt(1 + lambda_l)``, computed (:func:`moments_grid`, two seconds on one core)."""
     G = moments_grid(c, [0.0], progress)[:, :, 0]
     return np.stack([chebyshev_fit(np.log(G[..., ell, ell]), (CHEB_DEG, CHEB_DEG)) for ell in range(2)])
 
 
 def build_shared(c: float, progress=None) -> np.ndarray:
-    """Chebyshev coefficients ``(3, deg+1, deg+1, R_DEG+1)`` of ``log G_11``, ``log G_22`` and ``G_12``
+    """Chebyshev coefficients ``(3, deg+1, deg+1, R_DEG+1)`` of ``log F~_11``, ``log F~_22`` and ``F~_12``
     in ``(x_1, x_2, r)``, ``r`` in ``[0, 1]`` (teachers that share a known part), computed
     (:func:`moments_grid`, about fifteen seconds on one core)."""
     G = moments_grid(c, (chebyshev_nodes(R_DEG) + 1) / 2, progress)
@@ -352,7 +353,7 @@ def shared_table(c: float, progress=None) -> np.ndarray:
 
 
 def fisher_scaled(c: float, lam1: float, lam2: float) -> np.ndarray:
-    """``(G_1, G_2)`` at ``r = 0`` from the interpolant (stored for :data:`STORED_RESIDUALS`; for
+    """``(F~_1, F~_2)`` at ``r = 0`` from the interpolant (stored for :data:`STORED_RESIDUALS`; for
     another ``c`` built once per session, :func:`centred_table`).
 
     Accuracy against :func:`fisher_scaled_direct` (eight points with ``lambda_l`` in ``[0.05, 50]``,
@@ -366,11 +367,11 @@ def fisher_scaled(c: float, lam1: float, lam2: float) -> np.ndarray:
 
 
 def fisher_matrix(c: float, lam1: float, lam2: float, r: float) -> np.ndarray:
-    """``G`` (2 x 2) of :func:`fisher_matrix_direct` from the interpolant in ``(lambda_1, lambda_2, r)``.
+    """``F~`` (2 x 2) of :func:`fisher_matrix_direct` from the interpolant in ``(lambda_1, lambda_2, r)``.
 
     Accuracy against :func:`fisher_matrix_direct` on the states of Wishart teachers
     (``rho_l`` in ``[0.1, 2]``, errors ``V_l >= 0.05``, ``r = sqrt(rho_1 rho_2 / (q_1 q_2))``):
-    0.6 % on ``G_11, G_22`` and 0.12 % of ``sqrt(G_11 G_22)`` on ``G_12``; off those states, at
+    0.6 % on ``F~_11, F~_22`` and 0.12 % of ``sqrt(F~_11 F~_22)`` on ``F~_12``; off those states, at
     large ``lambda`` with ``r`` near 1, up to 2 % (the function varies on ``1 - r ~ 1/lambda``).
     """
     u = lambda_coordinate([lam1, lam2])

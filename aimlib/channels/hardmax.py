@@ -7,11 +7,11 @@ tokens"); ``T = 3`` is the Gaussian cone of :mod:`aimlib.channels.hardmax_polyto
 ``m_i = omega_ii - omega_12``, variance ``3V`` and correlation ``1/3``, so
 
 .. math::  Z_{\rm out} = \Phi_2(\kappa_1, \kappa_2; s_1 s_2/3),\quad \kappa_i = \frac{s_i m_i}{\sqrt{3V}},\qquad
-           g_{ii} = \frac{s_i A_i}{\sqrt{3V}},\quad g_{12} = -(g_{11} + g_{22}),
+           g_{ii} = \frac{s_i \eta_i}{\sqrt{3V}},\quad g_{12} = -(g_{11} + g_{22}),
 
-with ``A_i = d log Phi_2 / d kappa_i`` evaluated in log space
-(:mod:`aimlib.channels._bivariate`).  ``F_out(q) = G(q/V)/V`` with a universal
-function ``G`` computed by deterministic quadrature (:func:`fisher_scaled`).
+with ``eta_i = d log Phi_2 / d kappa_i`` evaluated in log space
+(:mod:`aimlib.channels._bivariate`).  ``F_out(q) = 𝓕(q/V)/V`` with a universal
+function ``𝓕`` computed by deterministic quadrature (:func:`fisher_scaled`).
 """
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ class Hardmax(Channel):
         return (g_out if np.shape(omega)[-1] == 2 else hardmax_polytope.g_out)(y, omega, V)
 
     def fisher(self, q, Q0, T):
-        r"""``F_out(q) = G(q/V)/V``: quadrature at ``T = 2`` (:func:`fisher`), the table at ``T = 3``."""
+        r"""``F_out(q) = 𝓕(q/V)/V``: quadrature at ``T = 2`` (:func:`fisher`), the table at ``T = 3``."""
         self._require_bayes("fisher")
         T = hardmax_polytope.check_T(T)
         return fisher(q, Q0) if T == 2 else hardmax_polytope.fisher(q, Q0, T)
@@ -176,8 +176,8 @@ def log_partition(y, omega, V):
 def g_out(y, omega, V):
     r"""``g_out = d log Z_out / d omega_ab`` over the independent entries ``a <= b``.
 
-    With ``A_i = d log Phi_2 / d kappa_i``:
-    ``g_11 = s_1 A_1 / sqrt(3V)``, ``g_22 = s_2 A_2 / sqrt(3V)``,
+    With ``eta_i = d log Phi_2 / d kappa_i``:
+    ``g_11 = s_1 eta_1 / sqrt(3V)``, ``g_22 = s_2 eta_2 / sqrt(3V)``,
     ``g_12 = g_21 = -(g_11 + g_22)``.
 
     Parameters are those of :func:`log_partition`.
@@ -225,7 +225,7 @@ def gauss_rule(lam_sqrt, box):
 
 
 def _fisher_scaled_direct(lam: float) -> float:
-    r"""``G(lambda) = V F_out`` at ``lambda = q/V`` by Gauss-Legendre quadrature (see :func:`fisher_scaled`)."""
+    r"""``𝓕(lambda) = V F_out`` at ``lambda = q/V`` by Gauss-Legendre quadrature (see :func:`fisher_scaled`)."""
     sl = math.sqrt(lam)
     # main part: 2 E[phi(k)^2 / Phi(k)], k ~ N(0, lam)
     t, w = gauss_rule(sl, BOX_K)
@@ -235,7 +235,7 @@ def _fisher_scaled_direct(lam: float) -> float:
     i12 = 0.0
     for r in (CORRELATION, -CORRELATION):
         c = math.sqrt(1 - r * r)
-        # remainder of the A_1^2 term in (kappa_1, w), independent N(0, lam)
+        # remainder of the eta_1^2 term in (kappa_1, w), independent N(0, lam)
         t1, w1 = gauss_rule(sl, BOX_K)
         t2, w2 = gauss_rule(sl, _BOX_W)
         K1 = sl * t1[:, None]
@@ -247,7 +247,7 @@ def _fisher_scaled_direct(lam: float) -> float:
         h = np.exp(2 * lphi1 + 2 * lPw - logz)
         hinf = np.exp(2 * lphi1 - special.log_ndtr(K1) + lPw)
         i1 += 2.0 * np.sum(w1[:, None] * w2[None, :] * (h - hinf))
-        # cross term A_1 A_2, localised in both kappa_1 and kappa_2
+        # cross term eta_1 eta_2, localised in both kappa_1 and kappa_2
         t2c, w2c = gauss_rule(sl * c, BOX_K * (1 + abs(r)))
         Wc = sl * t2c[None, :]
         K2c = r * K1 + c * Wc
@@ -258,7 +258,7 @@ def _fisher_scaled_direct(lam: float) -> float:
     return (4.0 / 3.0) * (3.0 * i1 + i12)
 
 
-# Chebyshev interpolant of H(x) = G(lambda) sqrt(1 + lambda), x = 1/sqrt(1 + lambda) in [X_MIN, 1]
+# Chebyshev interpolant of H(x) = 𝓕(lambda) sqrt(1 + lambda), x = 1/sqrt(1 + lambda) in [X_MIN, 1]
 _CHEB_DEG = 32
 _LAMBDA_MAX = 1e8
 _X_MIN = 1.0 / math.sqrt(1.0 + _LAMBDA_MAX)
@@ -276,18 +276,18 @@ def cheb_coefficients():
 
 
 def fisher_scaled(lam, *, exact: bool = False):
-    r"""The universal function ``G(lambda) = V F_out(q)``, ``lambda = q / V``.
+    r"""The universal function ``𝓕(lambda) = V F_out(q)``, ``lambda = q / V``.
 
     Reduction: ``g`` depends on ``omega`` only through ``m_i = omega_ii - omega_12``;
-    with ``kappa = s o m / sqrt(3V) ~ N(0, lambda C_r)``, ``C_r = [[1, r], [r, 1]]``
+    with ``kappa = s o m / sqrt(3V) ~ N(0, lambda C_tau)``, ``C_tau = [[1, tau], [tau, 1]]``
     for each output, and ``E g_11^2 = E g_22^2`` by symmetry,
 
-    ``G = (4/3) (3 I_1 + I_12)``,
-    ``I_1 = 2 sum_{r = +-1/3} E[phi(k_1)^2 Phi(w)^2 / Phi_2(k_1, r k_1 + c w; r)]``,
-    ``I_12 = 2 sum_r sign(r) E[phi(k_1) Phi(w_1) phi(k_2) Phi(w_2) / Phi_2(k_1, k_2; r)]``,
+    ``𝓕 = (4/3) (3 I_1 + I_12)``,
+    ``I_1 = 2 sum_{tau = +-1/3} E[phi(k_1)^2 Phi(w)^2 / Phi_2(k_1, tau k_1 + tau_bar w; tau)]``,
+    ``I_12 = 2 sum_tau sign(tau) E[phi(k_1) Phi(w_1) phi(k_2) Phi(w_2) / Phi_2(k_1, k_2; tau)]``,
 
-    where ``k_1, w`` are independent ``N(0, lambda)``, ``c = sqrt(1 - r^2)``,
-    ``w_1 = (k_2 - r k_1)/c``, ``w_2 = (k_1 - r k_2)/c``.  The ``I_1`` integrand
+    where ``k_1, w`` are independent ``N(0, lambda)``, ``tau_bar = sqrt(1 - tau^2)``,
+    ``w_1 = (k_2 - tau k_1)/tau_bar``, ``w_2 = (k_1 - tau k_2)/tau_bar``.  The ``I_1`` integrand
     tends to ``phi(k_1)^2/Phi(k_1)`` as ``w -> infinity``; that limit times
     ``Phi(w)`` is integrated separately (``E Phi(w) = 1/2``) so that what is
     left is localised, and every integral is a tensor Gauss-Legendre rule
@@ -320,7 +320,7 @@ def fisher_scaled(lam, *, exact: bool = False):
 
 
 def fisher(q, Q0, *, exact: bool = False):
-    r"""The SE output function ``F_out(q) = 2 sum_{a<=b} sigma2_ab E[g_ab^2] = G(q/V) / V``.
+    r"""The SE output function ``F_out(q) = 2 sum_{a<=b} sigma2_ab E[g_ab^2] = 𝓕(q/V) / V``.
 
     ``qhat = alpha F_out(q)``.  The average is over ``omega ~ N(0, q Sigma)`` and the
     four outputs drawn from ``Z_out``; it is computed deterministically
@@ -347,10 +347,10 @@ def fisher(q, Q0, *, exact: bool = False):
 def weak_recovery_threshold() -> float:
     r"""``alpha_bar_WR = 1 / F_out(q=0, V=1)`` of the ``rho -> 0`` limit, in closed form.
 
-    At ``lambda = 0`` all ``kappa`` vanish, ``Phi_2(0, 0; r) = 1/4 + arcsin(r)/(2 pi)`` and
-    ``A_1 = A_2 = phi(0) / (2 Phi_2(0, 0; r))``, so
-    ``G(0) = (1/(3 pi)) [4/Phi_2(0,0;1/3) + 2/Phi_2(0,0;-1/3)]`` and
-    ``alpha_bar_WR = 1/G(0) ~ 0.40341``.
+    At ``lambda = 0`` all ``kappa`` vanish, ``Phi_2(0, 0; tau) = 1/4 + arcsin(tau)/(2 pi)`` and
+    ``eta_1 = eta_2 = phi(0) / (2 Phi_2(0, 0; tau))``, so
+    ``𝓕(0) = (1/(3 pi)) [4/Phi_2(0,0;1/3) + 2/Phi_2(0,0;-1/3)]`` and
+    ``alpha_bar_WR = 1/𝓕(0) ~ 0.40341``.
     """
     p_plus = 0.25 + math.asin(CORRELATION) / (2 * math.pi)
     p_minus = 0.25 - math.asin(CORRELATION) / (2 * math.pi)
@@ -362,7 +362,7 @@ def limit_map(E, alpha_bar):
     r"""One step of the ``rho -> 0`` state evolution at fixed ``alpha_bar = alpha / rho``.
 
     ``E -> 1 - (1 - delta)_+^2`` with ``delta = 1 / (alpha_bar F)`` and
-    ``F = G((1 - E)/E) / E`` (``V = E``, ``q = 1 - E``): the prior has become a
+    ``F = 𝓕((1 - E)/E) / E`` (``V = E``, ``q = 1 - E``): the prior has become a
     vanishing-rank-fraction spike whose Bayes error is the BBP formula.
     """
     E = v.real("E", E)

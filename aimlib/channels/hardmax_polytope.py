@@ -23,9 +23,9 @@ every entry changes no argmax), so they are linearly dependent; the cone computa
 handles the dependent ones as extra bounds (the module docstring of :mod:`.polytope`).
 
 **State evolution.**  The output is invariant under ``h -> h / sqrt(V)``, so
-``F_out(q, V) = Phi_T(tau) / V`` with ``tau = q / V`` and
+``F_out(q, V) = 𝓕_T(lambda) / V`` with ``lambda = q / V`` and
 
-.. math::  \Phi_T(\tau) = 2 \sum_{a \le b} \Sigma_{ab}\, \mathbb E_{\omega \sim N(0, \tau\Sigma)}
+.. math::  \mathcal F_T(\lambda) = 2 \sum_{a \le b} \Sigma_{ab}\, \mathbb E_{\omega \sim N(0, \lambda\Sigma)}
            \sum_c Z_{\rm out}(c)\, g_{ab}^2 \Big|_{V = 1},
 
 computed by :func:`fisher_scaled_direct` (the outer average over ``omega`` by a fixed
@@ -51,16 +51,16 @@ special = LazyModule("scipy.special")   # loaded on first use: `import aimlib.ch
 
 __all__ = ["patterns", "constraint_matrix", "pattern_cone", "pattern_index", "log_partition", "g_out",
            "probabilities", "fisher_scaled_direct", "fisher_scaled", "fisher", "weak_recovery_threshold",
-           "TABLES", "TAU_MAX", "MAX_T", "THRESHOLD_MAX_T", "check_T", "table_nodes", "write_table", "load_table",
+           "TABLES", "LAMBDA_MAX", "MAX_T", "THRESHOLD_MAX_T", "check_T", "table_nodes", "write_table", "load_table",
            "OutsideTable"]
 
 #: the largest ``T`` whose Bayes side is offered (the cones grow like ``T^2`` constraints)
 MAX_T = 3
 #: the largest ``T`` of :func:`weak_recovery_threshold` (a single point, no table)
 THRESHOLD_MAX_T = 4
-#: ``F_out``'s table covers ``0 <= tau <= TAU_MAX``
-TAU_MAX = 1000.0
-#: the shipped table of ``Phi_T``
+#: ``F_out``'s table covers ``0 <= lambda <= LAMBDA_MAX``
+LAMBDA_MAX = 1000.0
+#: the shipped table of ``𝓕_T``
 TABLES = Path(__file__).resolve().parents[1] / "data" / "hardmax_polytope_tables.npz"
 # quasi-Monte Carlo points: of one cone probability, and of the outer average over omega
 _INNER = 256
@@ -241,34 +241,34 @@ def _fisher_sum(T: int, omega, n_points: int):
     return total
 
 
-def fisher_scaled_direct(tau: float, T: int, *, outer_log2: int = _OUTER_LOG2, n_points: int = _INNER,
+def fisher_scaled_direct(lam: float, T: int, *, outer_log2: int = _OUTER_LOG2, n_points: int = _INNER,
                          seed: int = _OUTER_SEED) -> float:
-    r"""``Phi_T(tau) = V F_out`` at ``tau = q/V`` by nested quasi-Monte Carlo (see the module docstring).
+    r"""``𝓕_T(lambda) = V F_out`` at ``lambda = q/V`` by nested quasi-Monte Carlo (see the module docstring).
 
-    ``omega / sqrt(V) ~ N(0, tau Sigma)`` runs over ``2^outer_log2`` scrambled Sobol points;
+    ``omega / sqrt(V) ~ N(0, lambda Sigma)`` runs over ``2^outer_log2`` scrambled Sobol points;
     each cone probability and face uses ``n_points`` points.  The output ignores a common
     shift of the entries, so ``omega`` is drawn projected along it (``n - 1`` dimensions);
-    ``seed`` is the outer scramble's.  At ``tau = 0`` the outer average is a single point.
+    ``seed`` is the outer scramble's.  At ``lambda = 0`` the outer average is a single point.
     """
     T = check_T(T)
-    tau = v.in_range("tau", tau, 0.0, math.inf)
+    lam = v.in_range("lam", lam, 0.0, math.inf)
     iu = np.triu_indices(T)
     s2 = np.where(iu[0] == iu[1], 2.0, 1.0)
-    if tau == 0:
+    if lam == 0:
         return float(_fisher_sum(T, np.zeros((1, len(s2))), n_points)[0])
     # the output ignores a common shift of the entries: average over omega's law projected
-    # along it, N(0, tau (S - 1 1^T / 1^T S^-1 1)) of rank n - 1
+    # along it, N(0, lambda (S - 1 1^T / 1^T S^-1 1)) of rank n - 1
     one = np.ones(len(s2))
     evals, evecs = np.linalg.eigh(np.diag(s2) - np.outer(one, one) / np.sum(1.0 / s2))
-    M = evecs[:, 1:] * np.sqrt(tau * evals[1:])
+    M = evecs[:, 1:] * np.sqrt(lam * evals[1:])
     omega = special.ndtri(sobol_points(len(s2) - 1, 1 << outer_log2, seed)) @ M.T
     return float(np.mean(_fisher_sum(T, omega, n_points)))
 
 
 def weak_recovery_threshold(T: int) -> float:
-    r"""``alpha_bar_WR(T) = 1 / Phi_T(0)``: the ``rho -> 0`` weak-recovery threshold in ``alpha / rho``.
+    r"""``alpha_bar_WR(T) = 1 / 𝓕_T(0)``: the ``rho -> 0`` weak-recovery threshold in ``alpha / rho``.
 
-    At ``q = 0`` the mean ``omega`` vanishes, so ``Phi_T(0)`` is one deterministic sum over
+    At ``q = 0`` the mean ``omega`` vanishes, so ``𝓕_T(0)`` is one deterministic sum over
     the patterns of ``Z (2 sum Sigma_ab g_ab^2)`` at ``omega = 0`` (no outer average, 2^14
     points per cone); at ``T = 2`` it is the closed form of
     :func:`aimlib.channels.hardmax.weak_recovery_threshold`.  Offered up to
@@ -282,33 +282,33 @@ def weak_recovery_threshold(T: int) -> float:
     return 1.0 / float(_fisher_sum(T, np.zeros((1, T * (T + 1) // 2)), 1 << 14)[0])
 
 
-# -- the table of Phi_T: Chebyshev interpolant of H(x) = Phi_T(tau) sqrt(1 + tau), x = 1/sqrt(1 + tau)
-_X_MIN = 1.0 / math.sqrt(1.0 + TAU_MAX)
+# -- the table of 𝓕_T: Chebyshev interpolant of H(x) = 𝓕_T(lambda) sqrt(1 + lambda), x = 1/sqrt(1 + lambda)
+_X_MIN = 1.0 / math.sqrt(1.0 + LAMBDA_MAX)
 
 
 def table_nodes(deg: int = _CHEB_DEG) -> np.ndarray:
-    """The ``tau`` values at the Chebyshev nodes of the table (``deg + 1`` of them)."""
+    """The ``lambda`` values at the Chebyshev nodes of the table (``deg + 1`` of them)."""
     u = np.cos(np.pi * (np.arange(deg + 1) + 0.5) / (deg + 1))
     x = _X_MIN + (1.0 - _X_MIN) * (u + 1) / 2
     return 1.0 / x**2 - 1.0
 
 
 def _settings() -> np.ndarray:
-    return np.array([TAU_MAX, _CHEB_DEG, _INNER, _OUTER_LOG2], dtype=float)
+    return np.array([LAMBDA_MAX, _CHEB_DEG, _INNER, _OUTER_LOG2], dtype=float)
 
 
 def write_table(path=None, Ts=(3,)) -> Path:
     """Build the tables of ``Ts`` and store them with their node values at ``path`` (default: the shipped
     :data:`TABLES`; ``scripts/make_hardmax_polytope_tables.py``)."""
     path = TABLES if path is None else path
-    tau = table_nodes()
+    lam = table_nodes()
     arrays = {}
     for T in Ts:
-        vals = np.array([fisher_scaled_direct(t, T) for t in tau])
+        vals = np.array([fisher_scaled_direct(t, T) for t in lam])
         u = np.cos(np.pi * (np.arange(_CHEB_DEG + 1) + 0.5) / (_CHEB_DEG + 1))
-        arrays[f"coef_T{T}"] = np.polynomial.chebyshev.chebfit(u, vals * np.sqrt(1 + tau), _CHEB_DEG)
+        arrays[f"coef_T{T}"] = np.polynomial.chebyshev.chebfit(u, vals * np.sqrt(1 + lam), _CHEB_DEG)
         arrays[f"values_T{T}"] = vals
-    np.savez(path, T=np.array(Ts), tau=tau, settings=_settings(), **arrays)
+    np.savez(path, T=np.array(Ts), tau=lam, settings=_settings(), **arrays)
     return Path(path)
 
 
@@ -326,28 +326,28 @@ def load_table() -> dict:
 
 
 class OutsideTable(ValueError):
-    """``q/V`` outside ``[0, TAU_MAX]``, where the shipped table of :func:`fisher_scaled` holds no value."""
+    """``q/V`` outside ``[0, LAMBDA_MAX]``, where the shipped table of :func:`fisher_scaled` holds no value."""
 
 
-def fisher_scaled(tau, T: int):
-    r"""``Phi_T(tau)`` from the shipped table (``0 <= tau <= TAU_MAX``; ``T = 2`` or ``3``).
+def fisher_scaled(lam, T: int):
+    r"""``𝓕_T(lambda)`` from the shipped table (``0 <= lambda <= LAMBDA_MAX``; ``T = 2`` or ``3``).
 
-    Raises :class:`OutsideTable` (a ``ValueError``) for ``tau`` outside that range.
+    Raises :class:`OutsideTable` (a ``ValueError``) for ``lambda`` outside that range.
     """
     T = check_T(T)
-    tau = np.asarray(tau, dtype=float)
-    if not np.all(np.isfinite(tau)) or np.any(tau < 0) or np.any(tau > TAU_MAX):
-        raise OutsideTable(f"the hardmax T = {T} output function is tabulated for q/V in [0, {TAU_MAX:g}] "
-                         f"(errors down to 1/{TAU_MAX:g} of the overlap), got {float(np.max(tau)):.4g}: "
+    lam = np.asarray(lam, dtype=float)
+    if not np.all(np.isfinite(lam)) or np.any(lam < 0) or np.any(lam > LAMBDA_MAX):
+        raise OutsideTable(f"the hardmax T = {T} output function is tabulated for q/V in [0, {LAMBDA_MAX:g}] "
+                         f"(errors down to 1/{LAMBDA_MAX:g} of the overlap), got {float(np.max(lam)):.4g}: "
                          "at this sample complexity the error is below the table's range; lower alpha")
-    x = 1.0 / np.sqrt(1.0 + tau)
+    x = 1.0 / np.sqrt(1.0 + lam)
     u = 2.0 * (x - _X_MIN) / (1.0 - _X_MIN) - 1.0
     out = np.polynomial.chebyshev.chebval(u, load_table()[T]) * x
     return float(out) if out.ndim == 0 else out
 
 
 def fisher(q, Q0, T: int) -> float:
-    r"""``F_out(q) = Phi_T(q/V)/V``, ``V = Q0 - q`` (tabulated; see :func:`fisher_scaled`)."""
+    r"""``F_out(q) = 𝓕_T(q/V)/V``, ``V = Q0 - q`` (tabulated; see :func:`fisher_scaled`)."""
     Q0 = v.positive("Q0", Q0)
     q = v.real("q", q)
     if not 0 <= q < Q0:

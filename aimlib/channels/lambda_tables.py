@@ -1,6 +1,6 @@
 """Chebyshev tables in ``lambda = q/V``: nodes, fits, storage and the tables built on demand.
 
-The output moments ``G`` of the deep-hardmax channel (:mod:`aimlib.channels.deep_patterns`,
+The output moments ``F~`` of the deep-hardmax channel (:mod:`aimlib.channels.deep_patterns`,
 :mod:`aimlib.channels.deep_histories`) are smooth in ``x = 1/sqrt(1 + lambda)`` on
 ``[x_min, 1]``, ``lambda <= LAMBDA_MAX``: they are read from Chebyshev interpolants in ``x``,
 stored in ``aimlib/data`` for a few residual strengths ``c`` and built once per session for any

@@ -6,8 +6,8 @@ indices ``h_hat_l`` of the original tokens (:mod:`aimlib.gd.student`) and
 
 .. math::
 
-    \hat y = \mathrm{softmax}(\beta A \hat h_2 A^\top), \quad
-    A = c I + \mathrm{softmax}(\beta \hat h_1), \quad
+    \hat y = \mathrm{softmax}(\beta M \hat h_2 M^\top), \quad
+    M = c I + \mathrm{softmax}(\beta \hat h_1), \quad
     L = \frac{1}{2n} \sum_\mu \|\hat y^\mu - y^\mu\|_F^2 .
 
 The output is the channel's own forward map (``DeepAttention.clean``), so the
@@ -60,14 +60,14 @@ def deep_loss_grad(X2, y, W3, r1: int, channel: DeepAttention, n: int, T: int, w
 
     ``W3 = [W_1 | W_2]`` has shape ``(k, d, r_1 + r_2)``.  With ``G = dL/dH``
     (:func:`~aimlib.gd.student.softmax_backward` of ``E = (y_hat - y)/n``) at
-    ``H = A h_2 A^T``, ``Y_1 = softmax(beta h_1)`` and ``A = c I + Y_1``,
+    ``H = M h_2 M^T``, ``Y_1 = softmax(beta h_1)`` and ``M = c I + Y_1``,
 
     .. math::
 
-        \frac{\partial L}{\partial h_2} = A^\top G A, \qquad
-        \frac{\partial L}{\partial A} = G A h_2 + G^\top A h_2, \qquad
+        \frac{\partial L}{\partial h_2} = M^\top G M, \qquad
+        \frac{\partial L}{\partial M} = G M h_2 + G^\top M h_2, \qquad
         \frac{\partial L}{\partial h_1} = \beta Y_1 \odot
-            \Bigl(\frac{\partial L}{\partial A} - \sum_c \frac{\partial L}{\partial A_{ac}} Y_{1,ac}\Bigr),
+            \Bigl(\frac{\partial L}{\partial M} - \sum_c \frac{\partial L}{\partial M_{ac}} Y_{1,ac}\Bigr),
 
     and each layer's gradient is :func:`~aimlib.gd.student.index_grad` of its
     ``dL/dh_l``: ``O(n T d r_l)`` per layer.  ``shifts``: the known means removed from the
@@ -82,11 +82,10 @@ def deep_loss_grad(X2, y, W3, r1: int, channel: DeepAttention, n: int, T: int, w
     beta = channel.beta
     G = softmax_backward(yh, E, beta)
     Y1 = row_softmax(beta * h1)
-    A = channel.c * xp.eye(T, dtype=Y1.dtype) + Y1
-    At = xp.swapaxes(A, 2, 3)
-    G2 = At @ G @ A
-    dA = (G + xp.swapaxes(G, 2, 3)) @ A @ h2
-    G1 = softmax_backward(Y1, dA, beta)
+    M = channel.c * xp.eye(T, dtype=Y1.dtype) + Y1
+    G2 = xp.swapaxes(M, 2, 3) @ G @ M
+    dM = (G + xp.swapaxes(G, 2, 3)) @ M @ h2
+    G1 = softmax_backward(Y1, dM, beta)
     grads = (index_grad(X2, W3[..., :r1], P1, G1), index_grad(X2, W3[..., r1:], P2, G2))
     return L, xp.concatenate(grads, axis=2)
 

@@ -63,6 +63,23 @@ def cross_overlap(alpha: float, q, mmse, channel, priors, T: int = 2) -> CrossOv
     of the two matrices only, ``kappa = -1`` exactly; the tables give ``1 - kappa^2 = 1e-3``, noises
     near ``1e4`` and ``|q_12| < 1e-4``).  The first order in ``kappa`` is within a few per cent
     for ``|kappa| <= 0.5`` and 12 % low at ``kappa = -0.9`` (book, chapter "Correlated layers").
+
+    Parameters
+    ----------
+    alpha : float
+        Sample complexity, ``>= 0``.
+    q, mmse : sequences of two or three floats
+        The layers' overlaps and errors at the fixed point (``SEResult.q``, ``SEResult.mmse``).
+    channel : DeepAttention
+        Two layers, or three with centred teachers (``T = 2``).
+    priors : sequence of Priors
+        One per layer.
+    T : int
+        Tokens per sequence (``2``).
+
+    Returns
+    -------
+    CrossOverlap
     """
     alpha = v.nonnegative("alpha", alpha)
     layers = getattr(channel, "n_indices", None)

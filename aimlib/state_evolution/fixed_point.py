@@ -253,7 +253,26 @@ def oracle_fixed_point(alpha: float, channel, layer: int, *, T: int = 2, rho=0.5
     (the other layer's index known exactly; :meth:`~aimlib.channels.DeepAttention.oracle_fisher`).
     The oracle has more information, so its error is a lower bound on the layer's Bayes
     error: a replica-symmetric prediction for a one-index model with side information.
-    ``rho`` holds both layers' priors (or widths), as for :func:`fixed_point`.
+
+    Parameters
+    ----------
+    alpha : float
+        Sample complexity, ``>= 0``.
+    channel : DeepAttention
+        Two hardmax layers at ``T = 2`` (a name is passed to :func:`aimlib.channels.make_channel`).
+    layer : {1, 2}
+        The layer whose error is predicted.
+    T : int
+        Tokens per sequence (``2``).
+    rho : sequence of two floats or Priors
+        Both layers' priors (or width ratios), as for :func:`fixed_point`.
+    tol, max_iter, on_max_iter
+        As for :func:`fixed_point`.
+
+    Returns
+    -------
+    SEResult
+        The layer's fixed point, ``prediction='oracle'``.
     """
     alpha = v.nonnegative("alpha", alpha)
     T = v.integer("T", T, minimum=2)

@@ -74,6 +74,17 @@ def output_free_entropy(q, channel="softmax", *, T: int = 2, rho=0.5,
     Delegates to the channel (closed forms for softmax and linear, ``(1/4) int_0^q F_out``
     otherwise), with ``Q0`` the priors' second moments (``1 + rho`` for the Wishart
     prior); for a channel of ``L`` indices ``q`` and ``rho`` hold ``L`` numbers.
+
+    Parameters
+    ----------
+    q : float or sequence of ``L`` floats
+        Overlap(s), ``0 <= q < Q0``.
+    channel, T, rho, beta, noise
+        As for :func:`aimlib.state_evolution.solve.solve`.
+
+    Returns
+    -------
+    float
     """
     T = v.integer("T", T, minimum=2)
     ch, priors = _channel_and_priors(channel, rho, beta, noise)
@@ -89,6 +100,20 @@ def free_entropy(q, qhat, alpha: float, channel="softmax", *, T: int = 2, rho=0.
     Psi_out(q)``; for ``L`` indices ``q``, ``qhat`` and ``rho`` hold ``L`` numbers, one
     per teacher, with independent priors).  Evaluable at any ``0 <= q_l < Q0_l``,
     ``qhat_l >= 0``; up to a constant independent of ``(q, qhat)``.
+
+    Parameters
+    ----------
+    q, qhat : float or sequence of ``L`` floats
+        Overlap(s) and conjugate overlap(s) (``qhat >= 0``).
+    alpha : float
+        Sample complexity, ``>= 0``.
+    channel, T, rho, beta, noise
+        As for :func:`aimlib.state_evolution.solve.solve` (priors of one sector).
+
+    Returns
+    -------
+    float
+        ``f_RS(q, qhat)``, the book's replica-symmetric free entropy.
     """
     alpha = v.nonnegative("alpha", alpha)
     ch, priors = _channel_and_priors(channel, rho, beta, noise)
@@ -111,5 +136,22 @@ def generalization_error(q: float, Q0: float, T: int, channel="softmax", *, beta
     computed by the channel (:meth:`~aimlib.channels.base.Channel.generalization_error`;
     ``kw`` are its options, e.g. ``n_qmc`` and ``seed`` for the softmax at ``T >= 3``).
     Label noise adds ``T noise``: the predictor cannot foresee it.
+
+    Parameters
+    ----------
+    q : float
+        Overlap at the fixed point, ``0 <= q <= Q0``.
+    Q0 : float
+        The prior's second moment (``1 + rho`` for the Wishart prior).
+    T : int
+        Tokens per sequence.
+    channel, beta, noise
+        As for :func:`aimlib.state_evolution.solve.solve`.
+    **kw
+        The channel's options.
+
+    Returns
+    -------
+    float
     """
     return make_channel(channel, beta=beta, noise=noise).generalization_error(q, Q0, T, **kw)

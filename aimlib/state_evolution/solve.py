@@ -72,15 +72,65 @@ def _closed_result(alpha, V, delta, evals, trace, prior) -> SEResult:
 def solve(alpha: float, channel="softmax", *, T: int = 2, rho=0.5, beta: float | None = None,
           noise: float | None = None, method: str = "auto", tol: float = 1e-12,
           guess: float | None = None, **iterate_kw) -> SEResult:
-    r"""The SE fixed point at one ``alpha``.
+    r"""The SE fixed point at one ``alpha``, by the closed form where it applies, else by iteration.
 
-    ``method='closed'`` (default for noiseless softmax/linear) solves
-    ``V = mmse_S(V / alpha_bar)`` by a root find in ``log Delta`` (``tol`` on
-    ``log Delta``, ``guess`` an optional starting ``log Delta``); ``'iterate'``
-    calls :func:`~aimlib.state_evolution.fixed_point` (``iterate_kw``:
-    ``damping``, ``max_iter``, ``init``, ``on_max_iter``; ``tol`` is passed on).
-    ``rho`` is a width ratio, a :class:`~aimlib.priors.base.Prior`, or one per index
-    (``inf`` the Gaussian prior, :func:`aimlib.priors.make_prior`).
+    ``method='closed'`` (the default for the noiseless softmax and linear channels, one prior of
+    one sector) solves ``V = mmse_S(V / alpha_bar)``, ``alpha_bar = k alpha``, by a root find in
+    ``log Delta``; ``'iterate'`` runs :func:`~aimlib.state_evolution.fixed_point.fixed_point`.
+
+    Channels and sequence lengths: the softmax (``beta`` finite or not, with or without label
+    ``noise``) and the linear channel at any ``T >= 2``; the hardmax at ``T = 2`` (quadrature)
+    and ``T = 3`` (the tabulated :math:`\mathcal F_3`, :mod:`aimlib.channels.hardmax_polytope`,
+    for errors down to about ``1/LAMBDA_MAX`` of the overlap); several layers
+    (``'deep-hardmax'``, one prior per layer) at ``T = 2``.  A larger ``T`` raises
+    ``ValueError`` (the limits are :data:`aimlib.channels.registry.MAX_T`).
+
+    Parameters
+    ----------
+    alpha : float
+        Sample complexity ``n / d^2``, ``>= 0``.
+    channel : str or Channel
+        ``'softmax'``, ``'hardmax'``, ``'linear'``, ``'deep-hardmax'`` or an instance
+        (:func:`aimlib.channels.make_channel`).
+    T : int
+        Tokens per sequence, ``>= 2`` (and within the channel's limit above).
+    rho : float, Prior, or a sequence of them (one per index)
+        Width ratio of the Wishart prior (``inf``: the Gaussian prior,
+        :func:`aimlib.priors.make_prior`) or a prior.
+    beta, noise : float or None
+        Inverse temperature and label-noise variance when ``channel`` is a name.
+    method : {'auto', 'closed', 'iterate'}
+        ``'closed'`` needs a noiseless softmax or linear channel and a prior of one sector.
+    tol : float
+        Tolerance: on ``log Delta`` (closed form), on the step in ``V`` (iteration; at least
+        ``1e-13``).
+    guess : float or None
+        Starting ``log Delta`` of the closed form's root find.
+    **iterate_kw
+        Options of the iteration: ``damping``, ``max_iter``, ``init``, ``on_max_iter``, ``stop``;
+        ``TypeError`` with the closed form.
+
+    Returns
+    -------
+    SEResult
+        ``mmse`` (the estimation error ``E_S = V``), ``q``, ``qhat``, ``iterations``, ``trace``,
+        ``method`` and ``prediction`` (:class:`~aimlib.state_evolution.fixed_point.SEResult`;
+        arrays of ``L`` entries for ``L`` indices).
+
+    Raises
+    ------
+    ValueError
+        An argument out of its range, or a ``T`` beyond the channel's limit.
+    aimlib.ConvergenceError
+        The iteration diverged, or reached ``max_iter`` (``on_max_iter='raise'``).
+
+    Examples
+    --------
+    >>> from aimlib.state_evolution import solve
+    >>> round(solve(0.05, "softmax", T=2, rho=0.5).mmse, 4)
+    0.7237
+    >>> round(solve(1.0, "hardmax", T=3, rho=0.5).mmse, 4)
+    0.0189
     """
     alpha = v.nonnegative("alpha", alpha)
     T, priors, ch, meth, k = _setup(T, rho, channel, beta, noise, method)
@@ -108,6 +158,10 @@ def curve(alphas, channel="softmax", *, T: int = 2, rho=0.5, beta: float | None 
           **iterate_kw) -> SECurve:
     r"""SE fixed points along ``alphas`` (any order; results in the input order).
 
+    The channels, ``T`` and priors are those of :func:`solve`, with the same parameters
+    (``alphas`` a non-empty sequence of sample complexities ``>= 0`` in place of ``alpha``,
+    no ``guess``).
+
     Closed form: the points are solved together (:func:`~aimlib.state_evolution.closed.solve_closed_many`):
     every prior-MMSE evaluation enters one table of ``log mmse_S(Delta) - log Delta``, the
     same function of ``Delta`` for every ``alpha``, from which each root is interpolated and
@@ -117,11 +171,26 @@ def curve(alphas, channel="softmax", *, T: int = 2, rho=0.5, beta: float | None 
     previous ``V`` when ``warm_start`` (following a branch of fixed points continuously;
     ``warm_start=False`` starts every point from the uninformative ``V = 1``).
 
+    Parameters
+    ----------
+    alphas : sequence of float
+        Sample complexities, finite and ``>= 0``.
+    channel, T, rho, beta, noise, method, tol, **iterate_kw
+        As for :func:`solve`.
+    warm_start : bool
+        Share the closed form's table, or start each iteration from the previous point.
+
     Returns
     -------
     SECurve
         ``alpha``, ``mmse``, ``q``, ``qhat``, ``iterations`` (per point) and
         ``evaluations`` (prior-MMSE calls of the closed form).
+
+    Examples
+    --------
+    >>> from aimlib.state_evolution import curve
+    >>> curve([0.05, 0.1], "softmax", T=2, rho=0.5).mmse.round(3).tolist()
+    [0.724, 0.392]
     """
     a = _alphas(alphas)
     T, priors, ch, meth, k = _setup(T, rho, channel, beta, noise, method)

@@ -171,7 +171,7 @@ def _curve_within_table(alphas: np.ndarray, T: int, rho: float) -> np.ndarray:
     for i, a in enumerate(alphas):
         try:
             mmse[i] = se.solve(float(a), "hardmax", T=T, rho=rho, tol=1e-8).mmse
-        except hardmax_polytope.OutsideTable:  # q/V beyond TAU_MAX: so is every larger alpha
+        except hardmax_polytope.OutsideTable:  # q/V beyond LAMBDA_MAX: so is every larger alpha
             break
     return mmse
 

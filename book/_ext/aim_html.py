@@ -8,8 +8,9 @@ page's script list.
 
 Every page also gets the print stylesheet ``static/aim-print.css`` (code and
 outputs wrapped at the paper's width; the Live bar, snapshot notices and
-on-screen buttons left out) and ``static/aim-code.css`` (on screen, a code cell's
-88-character lines fit its box without scrolling sideways).
+on-screen buttons left out) and ``static/aim-screen.css`` (a code cell's 88-character
+lines fit its box without scrolling sideways; long names wrapped in the contents column;
+the look of names in code that link to the reference).
 """
 from pathlib import Path
 
@@ -38,6 +39,6 @@ def _configure(app, config):
 def setup(app):
     app.connect("config-inited", _configure)
     app.add_css_file("aim-print.css")
-    app.add_css_file("aim-code.css")
+    app.add_css_file("aim-screen.css")
     app.connect("html-page-context", _drop_duplicate_scripts, priority=100)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -5,8 +5,10 @@
 // query word ("recoveri"), often not found, and then shows the top of the page. Section
 // titles come from the search index, with math as TeX too. Here a snippet is cut from the
 // article alone, without code cell sources, at the query word as typed or stemmed; inline
-// math and titles become plain text (Greek letters and common symbols as Unicode,
-// \frac{a}{b} as (a)/(b), other commands dropped) and a displayed equation an ellipsis.
+// math and titles become plain text (Greek letters and common symbols as Unicode, accents as
+// combining characters over each letter they cover (\bar\tau as τ̄, \hat S as Ŝ; dropped, τ̄
+// would read as τ), \frac{a}{b} as (a)/(b), other commands dropped) and a displayed
+// equation an ellipsis.
 (() => {
   const SYMBOLS = {
     alpha: "α", beta: "β", gamma: "γ", Gamma: "Γ", delta: "δ", Delta: "Δ", epsilon: "ε",
@@ -19,8 +21,21 @@
     sum: "Σ", prod: "∏", int: "∫", dots: "…", ldots: "…", cdots: "⋯", mid: "|",
   };
 
+  // Accents and the combining character each one becomes.
+  const ACCENTS = {
+    hat: "\u0302", widehat: "\u0302", bar: "\u0304", overline: "\u0305", tilde: "\u0303",
+    widetilde: "\u0303", mathring: "\u030A", dot: "\u0307", ddot: "\u0308", check: "\u030C",
+    breve: "\u0306", vec: "\u20D7",
+  };
+  const ACCENTED = new RegExp(
+    `\\\\(${Object.keys(ACCENTS).join("|")})(?![A-Za-z])\\s*(\\{[^{}]*\\}|\\\\[A-Za-z]+|[A-Za-z0-9])`, "g");
+
+  // `\bar\tau` as τ̄: the accent's argument made plain, the accent over each of its letters.
+  const accented = (text) => text.replace(ACCENTED, (_, accent, arg) =>
+    [...plain(arg.replace(/^\{|\}$/g, ""))].map((c) => (/\s/.test(c) ? c : c + ACCENTS[accent])).join(""));
+
   const plain = (tex) => {
-    let text = tex.replace(/^\s*\\\(|\\\)\s*$/g, "");
+    let text = accented(tex.replace(/^\s*\\\(|\\\)\s*$/g, ""));
     for (let before = null; before !== text;) {
       before = text;
       text = text
@@ -68,6 +83,7 @@
     if (Search._index) plainIndex(Search._index);
   };
 
+  window.AimPlainMath = { plain };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", patch);
   else patch();
 })();

@@ -8,15 +8,26 @@
 //    page has exactly may stand inside a longer one, as in Sphinx), and its score adds, per
 //    word, 15 when it stands in the page's title, 10 in a section heading, 5 in the text
 //    alone (2 as part of a longer word); the whole query (two words or more) in the page
-//    title adds 30, in a section heading 20 (rankPages);
+//    title adds 30 times the share of the title's words it makes up, or else, in section
+//    headings, 20 times that share summed over them ("State evolution" 20, "Softmax state
+//    evolution" 13), at most 30 (rankPages);
 //  * a page's result links to its section whose heading holds the whole query, or else all
 //    query words (none: the page itself), and its snippet is cut from that section (or the
 //    page) at the first occurrence of the whole query, or else where most query words stand
-//    within a few lines (snippetStart).
+//    within a few lines (snippetStart);
+//  * results of equal score come as entries of the reference named by the query (below), pages
+//    of the book, pages of the reference, each in the order of how often their text says the
+//    whole query (the pages' texts, AimSearchPages, written by the build: book/_ext/aim_search.py);
+//  * a page whose title holds every query word is about it: its SECTIONS section(s) whose text
+//    says the query most often (MIN_SAID times at least) follow it as results of their own
+//    (sectionResults; not for pages of the reference, whose entries are found by name);
+//  * an entry of the library reference whose name holds every query word ("hardmax_polytope"
+//    for "hardmax") is a result too, scored as a section heading holding those words, without
+//    the whole query's share (objectResults).
 // The functions are plain (no page needed): tests/test_browser.py runs them on a small index.
 (() => {
   const TITLE = 15, HEADING = 10, TEXT = 5, PART = 2, PHRASE_TITLE = 30, PHRASE_HEADING = 20;
-  const SPAN = 240, BEFORE = 60, NEAR = 160;
+  const SPAN = 240, BEFORE = 60, NEAR = 160, SECTIONS = 1, MIN_SAID = 5;
 
   const words = (text) => text.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean);
   const filesOf = (entry) => (entry === undefined ? [] : Array.isArray(entry) ? entry : [entry]);
@@ -44,17 +55,47 @@
     return { exact, part };
   };
 
-  // The ranked results: [{file, score, heading: {title, anchor} or null}], best first.
-  // `terms`: the query's stemmed words; `typed`: its words as typed; `stem`: the stemmer.
-  const rankPages = (index, terms, typed, stem) => {
-    const stems = (text) => new Set(words(text).map(stem));
+  // The pages of the reference: those that document entries.
+  const documentedFiles = (index) => new Set(Object.values(index.objects ?? {}).flatMap((es) => es.map((e) => e[0])));
+
+  // The share of a title's words that the whole query (two words or more) makes up, 0 if it is not there.
+  const shareOf = (typed) => {
     const phrase = typed.length > 1 ? typed.map((w) => w.toLowerCase()).join(" ") : null;
-    const hasPhrase = (title) => phrase !== null && ` ${words(title).join(" ")} `.includes(` ${phrase} `);
+    return (title) => {
+      const said = words(title);
+      return phrase !== null && ` ${said.join(" ")} `.includes(` ${phrase} `) ? typed.length / said.length : 0;
+    };
+  };
+
+  // The whole query as a regular expression: its words apart by spaces or hyphens.
+  const phraseOf = (typed, flags) => {
+    const escape = (w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+    return typed.length ? new RegExp(typed.map(escape).join("[\\s\\-\u2010-\u2013]+"), flags) : null;
+  };
+
+  // How often each block of a page's text (AimSearchPages) says the whole query, its blocks within it
+  // included: {anchor: count}, and the page's count under "".
+  const saidIn = (blocks, typed) => {
+    const phrase = phraseOf(typed, "gi");
+    const said = blocks.map(([, , text]) => (phrase ? (text.match(phrase) ?? []).length : 0));
+    for (let i = blocks.length - 1; i >= 0; i--) if (blocks[i][1] >= 0) said[blocks[i][1]] += said[i];
+    const counts = { "": blocks.reduce((n, b, i) => n + (b[1] < 0 ? said[i] : 0), 0) };
+    blocks.forEach(([anchor], i) => { counts[anchor] ??= said[i]; });
+    return counts;
+  };
+
+  // The ranked pages: [{file, score, said, heading: {title, anchor} or null}].
+  // `terms`: the query's stemmed words; `typed`: its words as typed; `stem`: the stemmer;
+  // `texts`: the pages' texts by page name (AimSearchPages), or none.
+  const rankPages = (index, terms, typed, stem, texts = {}) => {
+    const stems = (text) => new Set(words(text).map(stem));
+    const share = shareOf(typed);
+    const documented = documentedFiles(index);
     const inText = new Map(terms.map((t) => [t, textFiles(index, t)]));
     const results = [];
     for (const page of pagesOf(index)) {
       const titleStems = stems(page.title);
-      const headings = page.headings.map((h) => ({ ...h, stems: stems(h.title), phrase: hasPhrase(h.title) }));
+      const headings = page.headings.map((h) => ({ ...h, stems: stems(h.title), share: share(h.title) }));
       let score = 0, missing = false;
       for (const t of terms) {
         const found = inText.get(t);
@@ -65,13 +106,56 @@
         else missing = true;
       }
       if (missing || !terms.length) continue;
-      if (hasPhrase(page.title)) score += PHRASE_TITLE;
-      else if (headings.some((h) => h.phrase)) score += PHRASE_HEADING;
-      const weight = (h) => (h.phrase ? terms.length + 1 : 0) + terms.filter((t) => h.stems.has(t)).length;
+      const headingShare = headings.reduce((sum, h) => sum + h.share, 0);
+      score += Math.round(share(page.title) ? PHRASE_TITLE * share(page.title)
+        : Math.min(PHRASE_TITLE, PHRASE_HEADING * headingShare));
+      const weight = (h) => (h.share ? terms.length + 1 + h.share : 0) + terms.filter((t) => h.stems.has(t)).length;
       const best = headings.reduce((a, h) => (weight(h) > (a ? weight(a) : terms.length - 1) ? h : a), null);
-      results.push({ file: page.file, score, heading: best && { title: best.title, anchor: best.anchor } });
+      const said = saidIn(texts[index.docnames[page.file]] ?? [], typed);
+      const heading = best && { title: best.title, anchor: best.anchor };
+      const result = { file: page.file, score, said: said[""], heading };
+      results.push(result);
+      if (terms.every((t) => titleStems.has(t)) && !documented.has(page.file)) {
+        results.push(...sectionResults(result, headings, said));
+      }
     }
-    return results.sort((a, b) => b.score - a.score || index.titles[a.file].localeCompare(index.titles[b.file]));
+    return results;
+  };
+
+  // The SECTIONS sections of a page about the query that say it most often (MIN_SAID times at least),
+  // the linked one left out, as results just below the page's.
+  const sectionResults = (page, headings, said) => headings
+    .filter((h) => h.anchor !== page.heading?.anchor && (said[h.anchor] ?? 0) >= MIN_SAID)
+    .sort((a, b) => said[b.anchor] - said[a.anchor])
+    .slice(0, SECTIONS)
+    .map((h, i) => ({ file: page.file, score: page.score - 1 - i, said: said[h.anchor],
+                      heading: { title: h.title, anchor: h.anchor } }));
+
+  // Entries of the reference whose name holds every query word: [{file, score, said, object: {name, anchor}}].
+  const objectResults = (index, terms, stem) => {
+    const results = [];
+    for (const [prefix, entries] of Object.entries(index.objects ?? {})) {
+      for (const [file, type, , anchor, name] of entries) {
+        const named = new Set(words(name).map(stem));
+        if (!terms.length || !terms.every((t) => named.has(t))) continue;
+        const full = prefix ? `${prefix}.${name}` : name;
+        const target = anchor === "" ? full : anchor === "-" ? `${index.objnames[type][1]}-${full}` : anchor;
+        results.push({ file, score: HEADING * terms.length, said: 0,
+                       object: { name: full, anchor: target } });
+      }
+    }
+    return results;
+  };
+
+  // Every result, best first: by score, then entries named by the query, pages of the book and pages
+  // of the reference (those that document entries) in that order, then by how often the text says
+  // the query, then by title.
+  const rank = (index, terms, typed, stem, texts = {}) => {
+    const documented = documentedFiles(index);
+    const title = (r) => (r.object ? r.object.name : index.titles[r.file]);
+    const kind = (r) => (r.object ? 0 : documented.has(r.file) ? 2 : 1);
+    return [...rankPages(index, terms, typed, stem, texts), ...objectResults(index, terms, stem)]
+      .sort((a, b) => b.score - a.score || kind(a) - kind(b) || b.said - a.said || title(a).localeCompare(title(b)));
   };
 
   // Where a snippet of `text` starts: BEFORE characters ahead of the whole query if it is there
@@ -79,8 +163,7 @@
   // (one per query word) stand within NEAR characters.
   const snippetStart = (text, typed, keys) => {
     const lower = text.toLowerCase();
-    const escape = (w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-    const phrase = typed.length ? new RegExp(typed.map(escape).join("[\\s\\-\u2010-\u2013]+"), "i") : null;
+    const phrase = phraseOf(typed, "i");
     let at = phrase ? text.search(phrase) : -1;
     if (at < 0) {
       const hits = [];
@@ -128,23 +211,25 @@
       if (excludedTerms.size) return others;
       const stemmer = new Stemmer();
       const index = Search._index;
-      const ranked = rankPages(index, [...searchTerms], words(query).filter((w) => !stopwords.includes(w)),
-                               (w) => stemmer.stemWord(w));
+      const ranked = rank(index, [...searchTerms], words(query).filter((w) => !stopwords.includes(w)),
+                          (w) => stemmer.stemWord(w), window.AimSearchPages);
       const pages = new Set(ranked.map((r) => index.docnames[r.file]));
       const kept = others.filter((r) => !pages.has(r[0]));
-      const ours = ranked.map((r) => [
-        index.docnames[r.file],
-        r.heading ? `${index.titles[r.file]} > ${r.heading.title}` : index.titles[r.file],
-        r.heading ? `#${r.heading.anchor}` : "", null, r.score, index.filenames[r.file]]);
+      const titled = (r) => (r.object ? r.object.name : r.heading ? `${index.titles[r.file]} > ${r.heading.title}`
+        : index.titles[r.file]);
+      const anchor = (r) => (r.object ? `#${r.object.anchor}` : r.heading ? `#${r.heading.anchor}` : "");
+      const ours = ranked.map((r) => [index.docnames[r.file], titled(r), anchor(r), null, r.score,
+                                      index.filenames[r.file]]);
       return [...kept, ...ours.reverse()];   // Sphinx shows the list from its end
     };
     Search.makeSearchSummary = (html, keywords, anchor) => {
       const stemmer = new Stemmer();
-      return summary(Search.htmlToText(html, anchor), typedWords(), keywords, (w) => stemmer.stemWord(w));
+      const selector = anchor && `#${CSS.escape(anchor.slice(1))}`;   // ids hold dots: "#aimlib.amp"
+      return summary(Search.htmlToText(html, selector), typedWords(), keywords, (w) => stemmer.stemWord(w));
     };
   };
 
-  window.AimSearchRank = { rankPages, snippetStart, keyOf };
+  window.AimSearchRank = { rank, rankPages, objectResults, snippetStart, keyOf };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", patch);
   else patch();
 })();
