@@ -91,8 +91,8 @@ def channel_step(p, S_hat, V, V_ons, g_prev, g_new, t):
 
     ``p`` is the validated problem (:class:`aimlib.amp.problem.Problem`), ``S_hat``
     a list of ``L`` estimates, ``V`` their predicted errors (``g_out``'s variances)
-    and ``V_ons`` the rows of the Onsager matrix ``O`` (:func:`onsager_rows`; a
-    one-entry row is a diagonal entry), ``g_prev`` the last
+    and ``V_ons`` the rows of the Onsager matrix ``O`` (:func:`onsager_rows`,
+    :func:`diagonal_rows` at the first iteration), ``g_prev`` the last
     (damped) channel outputs ``(n, L, T, T)``; the new ones are written to
     ``g_new`` (damped with ``g_prev`` when ``p.damp_g`` and ``t > 1``).  With
     ``p.shards`` (:class:`aimlib.amp.shards.Shards`) the sums come from the shards,
@@ -100,7 +100,7 @@ def channel_step(p, S_hat, V, V_ons, g_prev, g_new, t):
     the layers' noises ``(Delta_l,)``, ``R`` their effective observations and ``cov`` the
     noises' covariance ``F_hat^{-1}`` (``L x L``).
     """
-    m, ons = [x for (x,) in V], _onsager_matrix(V_ons)
+    m, ons = [x for (x,) in V], np.array(V_ons, dtype=float)
     if p.shards is None:
         B, sum_w, sum_tr = channel_sums(p, S_hat, m, ons, g_prev, g_new, t)
     else:
@@ -202,12 +202,6 @@ def diagonal_rows(ons) -> list:
     L = len(ons)
     return [tuple(o if k == ell else 0.0 for k in range(L)) for ell, (o,) in enumerate(ons)]
 
-
-def _onsager_matrix(V_ons) -> np.ndarray:
-    """``O`` as an ``L x L`` array from its rows (one-entry rows: the diagonal)."""
-    if all(len(row) == 1 for row in V_ons):
-        return np.diag([o for (o,) in V_ons])
-    return np.array(V_ons, dtype=float)
 
 
 def prior_step(p, R, delta, noise=None):
