@@ -71,8 +71,8 @@ import aimlib  # amp, gd, sweep and convex load on first use (aimlib.__getattr__
 
 from . import _validate, state_evolution as se
 from ._optional import MissingDependency
-from .channels import deep_hardmax, hardmax, make_channel
-from .channels.registry import CHANNELS
+from .channels import deep_hardmax, make_channel
+from .channels.registry import CHANNELS, capabilities
 from .cli_checks import (RANGES, Once, Parser, check_channel, check_gd, check_numbers, check_samples, gd_advice,
                          gd_arguments, gd_options, token_law_type)
 from .cli_output import columns, fmt, print_gd_row, print_row, print_table, tabulate_with_progress, values
@@ -128,7 +128,7 @@ def _add_common(p):
 def _channel(args):
     """The channel of ``--channel`` and its options, with ``args.rho`` checked against its layers."""
     check_channel(args, args.command)
-    layers = args.layers if args.channel == "deep-hardmax" else None
+    layers = args.layers if "layers" in capabilities(args.channel).parameters else None
     ch = make_channel(args.channel, beta=args.beta, noise=args.noise, c=args.c, layers=layers)
     L = ch.n_indices
     if args.layers is not None and args.layers != L:
@@ -136,7 +136,7 @@ def _channel(args):
     if len(args.rho) != L:
         raise UsageError(f"--rho must hold {L} width ratio{'s' if L > 1 else ''} (one per layer) for "
                          f"--channel {args.channel}, got {len(args.rho)}")
-    if args.channel == "deep-hardmax" and args.command == "se":
+    if ch.tabulated and args.command == "se":
         tabulate_with_progress(ch, shared=args.teachers == "wishart")
     return ch
 
@@ -185,7 +185,7 @@ def _deep_onsets(args) -> int:
     """Rows ``layer,alpha_bar``: where each layer's error leaves 1 as ``rho -> 0`` at ``alpha_bar = alpha/rho``
     (:func:`aimlib.channels.deep_hardmax.limit_thresholds`; the same for both teacher families)."""
     check_channel(args, "threshold")
-    ch = make_channel("deep-hardmax", c=args.c, layers=args.layers)
+    ch = make_channel(args.channel, c=args.c, layers=args.layers)
     tabulate_with_progress(ch, shared=False)
     onsets = deep_hardmax.limit_thresholds(ch.c, layers=ch.n_indices)
     print_table(["layer", "alpha_bar"], [[ell + 1, a] for ell, a in enumerate(onsets)])
@@ -202,25 +202,24 @@ def _threshold_arguments(p):
 def _threshold_run(args) -> int:
     """Perfect recovery (noiseless softmax/linear), the hardmax weak recovery at ``rho -> 0``, or
     the ``rho -> 0`` onsets of the deep-hardmax layers (:func:`_deep_onsets`)."""
-    if args.channel == "deep-hardmax":
+    if capabilities(args.channel).threshold == "onsets":
         return _deep_onsets(args)
     ch = _channel(args)
     if args.estimator == "min-trace":
         if args.teachers != "wishart":
             raise UsageError("--estimator min-trace recovers positive semi-definite (wishart) teachers only")
-        if args.channel != "softmax" or ch.linear_k(args.T) is None:
+        if not ch.trainable or ch.linear_k(args.T) is None:
             raise UsageError(f"--estimator min-trace needs the noiseless softmax channel, got "
-                             f"--channel {args.channel}{' with --noise' if getattr(ch, 'noise', 0) else ''}")
+                             f"--channel {args.channel}{' with --noise' if ch.noise else ''}")
         print(fmt(aimlib.convex.min_trace_threshold(_rho(args, ch), args.T)))
         return 0
-    if args.channel != "hardmax":
+    if ch.threshold == "perfect":
         print(fmt(se.perfect_recovery_threshold(_priors(args, ch), args.T, ch)))
         return 0
     if args.rho != [0] or ch.noise != 0:
-        raise UsageError("--channel hardmax has no perfect-recovery threshold; its weak-recovery "
+        raise UsageError(f"--channel {args.channel} has no perfect-recovery threshold; its weak-recovery "
                          "threshold (in alpha_bar = alpha/rho) is defined for --rho 0, no --noise")
-    print(fmt(hardmax.weak_recovery_threshold() if args.T == 2
-              else hardmax.hardmax_polytope.weak_recovery_threshold(args.T)))
+    print(fmt(ch.weak_threshold(args.T)))
     return 0
 
 

@@ -24,8 +24,7 @@ import re
 from . import _validate as v
 from ._validate import RHO_RANGE
 from .channels.deep_hardmax import check_residual
-from .channels.hardmax_polytope import THRESHOLD_MAX_T
-from .channels.registry import t_limit
+from .channels.registry import capabilities, t_limit, threshold_limit
 from .rmt.spectrum import teacher_width
 from .tokens import parse_token_law
 
@@ -179,39 +178,41 @@ def token_law_type(text: str):
 
 
 def check_channel(args, command: str) -> None:
-    """The rules of ``--channel`` with ``--T``, ``--noise`` and ``--rho`` (``se``, ``threshold``, ``amp``)."""
+    """The rules of ``--channel`` with ``--T``, ``--noise`` and ``--rho`` (``se``, ``threshold``, ``amp``),
+    from what the channel declares (:func:`aimlib.channels.registry.capabilities`)."""
     ch, rho = args.channel, list(args.rho)
-    hardmax_limit = command == "threshold" and ch == "hardmax"
-    if not hardmax_limit:
+    cls = capabilities(ch)
+    if not (command == "threshold" and cls.threshold == "weak"):
         _rho_floor(rho, " (--rho 0 only for the weak-recovery threshold: threshold --channel hardmax --rho 0)")
-    if ch == "deep-hardmax":
+    if "layers" in cls.parameters:
         _check_deep(args, command, rho)
     if command == "threshold":
-        if ch == "deep-hardmax":
-            given = [o for o in ("rho", "T", "teachers", "beta", "noise", "estimator")
-                     if getattr(args, "_given_" + o, False)]
-            if given:
-                raise ValueError(f"--{given[0]}: threshold --channel deep-hardmax prints each layer's rho -> 0 onset "
-                                 "in alpha_bar = alpha/rho (hardmax layers, T = 2, the Bayes estimator, no label "
-                                 "noise, the same for both teacher families); it takes no --rho, --T, --teachers, "
-                                 "--beta, --noise or --estimator")
-            return
-        if ch != "hardmax" and args.noise:
-            raise ValueError(f"--noise {_g(args.noise)}: there is no perfect recovery with label noise; "
-                             "threshold needs --noise 0 (or no --noise)")
-        if ch == "hardmax" and args.T > THRESHOLD_MAX_T:
-            raise ValueError(f"--T: threshold --channel hardmax is available for T <= {THRESHOLD_MAX_T} only "
-                             f"(a sum over the argmax patterns, 218 at T = 4, of Gaussian cones of T(T-1) "
-                             f"inequalities), got --T {args.T}")
+        _check_threshold(args, cls)
         return
-    if ch == "hardmax" and args.noise:
-        raise ValueError(f"--noise {_g(args.noise)}: --channel hardmax has no Bayes side with label noise; "
-                         f"{command} needs --noise 0 (or no --noise) with the hardmax")
-    if limit := t_limit(ch, args.T):
+    if limit := t_limit(ch, args.T, args.noise or 0.0):
+        if args.noise and cls.noise_max_T == 0:
+            raise ValueError(f"--noise {_g(args.noise)}: {limit} (or no --noise)")
         raise ValueError(f"--T: {limit}, got --T {args.T}")
-    if ch == "softmax" and args.noise and args.T != 2:
-        raise ValueError(f"--T: --channel softmax with --noise is available for T = 2 only, got --T {args.T}; "
-                         "without --noise every T >= 2 is solvable")
+
+
+def _check_threshold(args, cls) -> None:
+    """``threshold``: the onsets take no options, perfect recovery needs no label noise, and each
+    threshold its range of ``T``."""
+    ch = args.channel
+    if cls.threshold == "onsets":
+        given = [o for o in ("rho", "T", "teachers", "beta", "noise", "estimator")
+                 if getattr(args, "_given_" + o, False)]
+        if given:
+            raise ValueError(f"--{given[0]}: threshold --channel {ch} prints each layer's rho -> 0 onset "
+                             "in alpha_bar = alpha/rho (hardmax layers, T = 2, the Bayes estimator, no label "
+                             "noise, the same for both teacher families); it takes no --rho, --T, --teachers, "
+                             "--beta, --noise or --estimator")
+        return
+    if cls.threshold == "perfect" and args.noise:
+        raise ValueError(f"--noise {_g(args.noise)}: there is no perfect recovery with label noise; "
+                         "threshold needs --noise 0 (or no --noise)")
+    if limit := threshold_limit(ch, args.T):
+        raise ValueError(f"--T: {limit}, got --T {args.T}")
 
 
 def _check_deep(args, command: str, rho) -> None:

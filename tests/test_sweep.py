@@ -757,7 +757,7 @@ DEEP = {"method": ["se", "amp"], "channel": "deep-hardmax", "c": 0.5, "T": 2, "t
 @pytest.mark.parametrize("changes, field, words", [
     ({"c": None}, "c", "required by channel 'deep-hardmax'"),
     ({"c": 1.0}, "c", "coincide or vanish"),
-    ({"channel": "softmax"}, "c", "deep-hardmax channel only"),
+    ({"channel": "softmax"}, "c", "layered channels ['deep-hardmax'] only"),
     ({"T": 3}, "T", "T = 2"),
     ({"noise": 0.1}, "noise", "no label noise"),
     ({"method": "gd", "options": None}, "channel", "softmax"),

@@ -31,6 +31,17 @@ for ``L > 1``, ``omega`` has an extra axis ``-3`` of length ``L`` and ``V``, ``q
 exact when the cross terms ``E[g_{l,ab} g_{l',ab}]``, ``l != l'``, vanish; a
 channel whose outputs mix the layers' information more tightly needs ``L x L``
 overlaps, which this contract does not cover.
+
+Capabilities
+------------
+What a channel can do is declared on its class, and the command line, the sweep specs, the
+panels and the state evolution ask those declarations, never the channel's name:
+``parameters`` (what :func:`~aimlib.channels.make_channel` takes), ``layer_counts``, ``max_T``
+and ``noise_max_T`` (the range of its Bayes side, without and with label noise), ``threshold``
+(``'perfect'``, ``'weak'`` or ``'onsets'``) with ``threshold_max_T``, ``trainable`` (students of
+gradient descent and the convex route), ``tabulated``, ``has_oracle`` and
+:meth:`Channel.correlated_layers`.  :mod:`aimlib.channels.registry` reads them
+(:func:`~aimlib.channels.registry.t_limit`, :func:`~aimlib.channels.registry.threshold_limit`).
 """
 from __future__ import annotations
 
@@ -101,6 +112,31 @@ class Channel:
     #: depends on the others' indices; its diagonal state evolution then needs independent
     #: estimates across layers, which priors with a non-zero mean (a shared known part) break
     joint_output = False
+
+    # -- capabilities: what the interfaces (command line, sweeps, panels, state evolution) ask of a
+    # channel class instead of testing its name; :mod:`aimlib.channels.registry` reads them.
+    #: the keyword parameters that :func:`~aimlib.channels.make_channel` takes for it
+    parameters = ("noise",)
+    #: the numbers of index matrices (layers) it can be made with
+    layer_counts = (1,)
+    #: the largest ``T`` of its Bayes side (``None``: every ``T >= 2``), and why
+    max_T = None
+    max_T_why = ""
+    #: the largest ``T`` of its Bayes side with label noise (``None``: as without; ``0``: none)
+    noise_max_T = None
+    #: the threshold it has: ``'perfect'`` (perfect recovery, noiseless), ``'weak'`` (weak recovery
+    #: as ``rho -> 0``, in ``alpha_bar = alpha/rho``) or ``'onsets'`` (each layer's ``rho -> 0`` onset)
+    threshold = "perfect"
+    #: the largest ``T`` of that threshold (``None``: every ``T``), and why
+    threshold_max_T = None
+    threshold_max_T_why = ""
+    #: whether gradient-descent students and the convex route's exact measurements exist for it
+    trainable = False
+    #: whether its Bayes side is read from tables computed once (:func:`aimlib.cli` shows progress)
+    tabulated = False
+    #: whether it has an oracle side, a layer's Bayes side with the other layers known
+    #: (``oracle_fisher``; :func:`aimlib.state_evolution.oracle_fixed_point`)
+    has_oracle = False
 
     def __init__(self, noise: float = 0.0):
         self.noise = v.nonnegative("noise", noise)
@@ -194,6 +230,11 @@ class Channel:
             + " is not available")
 
     # -- Bayes side: the contract --------------------------------------------
+
+    def correlated_layers(self, priors) -> bool:
+        """Whether the output has cross terms between the layers for every prior (beyond a shared
+        known part, :func:`aimlib.state_evolution.fixed_point.shares_known_part`): ``False`` here."""
+        return False
 
     def linear_k(self, T: int):
         """``k`` with ``F_out = k / V`` exactly, for channels that reveal ``k/2`` linear measurements; else ``None``."""

@@ -85,6 +85,14 @@ class DeepAttention(Channel):
 
     name = "deep-attention"
     joint_output = True
+    parameters = ("c", "layers")
+    layer_counts = (2, 3)
+    max_T = 2
+    max_T_why = "its Bayes side is tabulated for hardmax layers at T = 2"
+    noise_max_T = 0
+    threshold = "onsets"
+    tabulated = True
+    has_oracle = True
 
     def __init__(self, c: float = 0.5, layer: str = "hardmax", beta: float = 1.0, layers: int = 2):
         super().__init__(0.0)

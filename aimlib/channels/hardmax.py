@@ -48,6 +48,21 @@ class Hardmax(Channel):
     """
 
     name = "hardmax"
+    max_T = hardmax_polytope.MAX_T
+    max_T_why = ("its Bayes side is a Gaussian cone of T(T-1) inequalities, tabulated and tested up "
+                 f"to T = {hardmax_polytope.MAX_T}")
+    noise_max_T = 0
+    threshold = "weak"
+    threshold_max_T = hardmax_polytope.THRESHOLD_MAX_T
+    threshold_max_T_why = "a sum over the argmax patterns, 218 at T = 4, of Gaussian cones of T(T-1) inequalities"
+
+    def weak_threshold(self, T: int) -> float:
+        """``alpha_bar_WR(T)``, the weak-recovery threshold as ``rho -> 0``: the closed form at
+        ``T = 2`` (:func:`weak_recovery_threshold`), the cones' sum up to ``threshold_max_T``
+        (:func:`aimlib.channels.hardmax_polytope.weak_recovery_threshold`)."""
+        if v.integer("T", T, minimum=2) == 2:
+            return weak_recovery_threshold()
+        return hardmax_polytope.weak_recovery_threshold(T)
 
     def clean(self, h):
         xp = get_array_module(h)

@@ -5,22 +5,27 @@ from .. import _validate as v
 from .base import Channel
 from .deep_hardmax import DeepAttention
 from .hardmax import Hardmax
-from .hardmax_polytope import MAX_T as MAX_HARDMAX_T
 from .linear import Linear
 from .softmax import Softmax
 from .softmax_noisy import NoisySoftmax
 
-__all__ = ["CHANNELS", "PARAMETERS", "MAX_T", "max_t", "t_limit", "make_channel"]
+__all__ = ["CHANNELS", "PARAMETERS", "MAX_T", "capabilities", "max_t", "t_limit", "threshold_limit",
+           "make_channel"]
 
-#: the channel names and the parameters each one takes
-PARAMETERS = {"softmax": ("beta", "noise"), "hardmax": ("noise",), "linear": ("noise",), "deep-hardmax": ("c", "layers")}
-#: the channel class each name makes (:func:`make_channel`)
+#: the channel class each name makes (:func:`make_channel`); what each can do is declared on its class
+#: (:class:`~aimlib.channels.base.Channel`: ``parameters``, ``layer_counts``, ``max_T``, ``noise_max_T``,
+#: ``threshold``, ``trainable``, ...), and the interfaces ask :func:`capabilities` instead of testing names
 CHANNELS = {"softmax": Softmax, "hardmax": Hardmax, "linear": Linear, "deep-hardmax": DeepAttention}
+#: the channel names and the parameters each one takes
+PARAMETERS = {name: cls.parameters for name, cls in CHANNELS.items()}
 #: the channels whose Bayes side exists up to some ``T`` only: the largest ``T``, and why.  The one
 #: list that the command line, the sweep specs and the panels read (:func:`t_limit`).
-MAX_T = {"hardmax": (MAX_HARDMAX_T, "its Bayes side is a Gaussian cone of T(T-1) inequalities, tabulated "
-                                    f"and tested up to T = {MAX_HARDMAX_T}"),
-         "deep-hardmax": (2, "its Bayes side is tabulated for hardmax layers at T = 2")}
+MAX_T = {name: (cls.max_T, cls.max_T_why) for name, cls in CHANNELS.items() if cls.max_T is not None}
+
+
+def capabilities(channel: str) -> type[Channel]:
+    """The class of the channel named ``channel``, whose attributes declare what it can do."""
+    return CHANNELS[v.choice("channel", channel, CHANNELS)]
 
 
 def max_t(channel: str) -> int | None:
@@ -29,18 +34,36 @@ def max_t(channel: str) -> int | None:
     return MAX_T[channel][0] if channel in MAX_T else None
 
 
-def t_limit(channel: str, T: int) -> str | None:
+def _range(T: int) -> str:
+    return "T = 2" if T == 2 else f"T <= {T}"
+
+
+def t_limit(channel: str, T: int, noise: float = 0.0) -> str | None:
     """Why ``channel`` has no Bayes side (state evolution, GAMP-RIE) at ``T`` tokens, or ``None``.
 
-    The reason names the allowed range, e.g. "the hardmax channel is available for T <= 3 only
-    (...)"; the callers add the name of their parameter and the value they got.
+    With ``noise > 0`` the limit is the class's ``noise_max_T`` (``0``: no Bayes side with label
+    noise at all).  The reason names the allowed range, e.g. "the hardmax channel is available
+    for T <= 3 only (...)"; the callers add the name of their parameter and the value they got.
     """
+    cls = capabilities(channel)
+    if noise and cls.noise_max_T == 0:
+        return f"the {channel} channel has no Bayes side with label noise; give noise 0"
+    if noise and cls.noise_max_T is not None and T > cls.noise_max_T:
+        return (f"the {channel} channel with label noise is available for {_range(cls.noise_max_T)} "
+                f"only (without label noise every T >= 2 is solvable)")
     top = max_t(channel)
     if top is None or T <= top:
         return None
-    why = MAX_T[channel][1]
-    limit = "T = 2" if top == 2 else f"T <= {top}"
-    return f"the {channel} channel is available for {limit} only ({why})"
+    return f"the {channel} channel is available for {_range(top)} only ({MAX_T[channel][1]})"
+
+
+def threshold_limit(channel: str, T: int) -> str | None:
+    """Why ``channel``'s threshold (its ``threshold`` kind) is not offered at ``T``, or ``None``."""
+    cls = capabilities(channel)
+    if cls.threshold_max_T is None or T <= cls.threshold_max_T:
+        return None
+    return (f"the {channel} {cls.threshold}-recovery threshold is available for "
+            f"{_range(cls.threshold_max_T)} only ({cls.threshold_max_T_why})")
 
 
 def make_channel(channel="softmax", **params) -> Channel:
@@ -71,8 +94,8 @@ def make_channel(channel="softmax", **params) -> Channel:
     if unused:
         raise ValueError(f"{unused[0]} is not a parameter of the {channel} channel "
                          f"(it takes {', '.join(PARAMETERS[channel])})")
-    if channel == "softmax" and params.get("noise", 0) != 0:
+    if CHANNELS[channel] is Softmax and params.get("noise", 0) != 0:
         return NoisySoftmax(**params)
-    if channel == "softmax":
+    if CHANNELS[channel] is Softmax:
         params.pop("noise", None)
     return CHANNELS[channel](**params)

@@ -89,6 +89,11 @@ class Softmax(SoftmaxMap):
     """Row-wise softmax at inverse temperature ``beta`` (``0 < beta <= BETA_MAX``), noiseless."""
 
     name = "softmax"
+    parameters = ("beta", "noise")
+    #: with label noise the Bayes side is a ``T(T-1)``-dimensional integral, implemented at ``T = 2``
+    #: (:class:`~aimlib.channels.softmax_noisy.NoisySoftmax`)
+    noise_max_T = 2
+    trainable = True
 
     def linear_k(self, T: int):
         """``k = T^2 + T - 2`` (:func:`softmax_k`): ``F_out = k / V`` at every ``beta``."""

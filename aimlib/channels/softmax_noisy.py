@@ -361,9 +361,10 @@ class NoisySoftmax(Softmax):
         return None
 
     def _check_t2(self, what: str, T: int):
-        if T != 2:
+        if T > self.noise_max_T:
             raise NotImplementedError(
-                f"NoisySoftmax.{what}: the Bayes side with label noise is implemented for T = 2 only "
+                f"NoisySoftmax.{what}: the Bayes side with label noise is implemented for "
+                f"T = {self.noise_max_T} only "
                 f"(got T={T}); for T > 2 it needs a T(T-1)-dimensional integral. Use noise=0, where "
                 "the channel is exactly solvable for every T")
 

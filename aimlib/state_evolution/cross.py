@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _validate as v
+from ..channels.base import Channel
 from ..priors.correlated import SINGULAR, cross_residual, layer_noises
 from .fixed_point import cross_terms
 
@@ -82,7 +83,7 @@ def cross_overlap(alpha: float, q, mmse, channel, priors, T: int = 2) -> CrossOv
     CrossOverlap
     """
     alpha = v.nonnegative("alpha", alpha)
-    layers = getattr(channel, "n_indices", None)
+    layers = channel.n_indices if isinstance(channel, Channel) else None
     if layers not in (2, 3) or len(priors) != layers:
         raise ValueError(f"cross_overlap: two or three layers with one prior each, got {channel!r} and "
                          f"{len(priors)} priors")

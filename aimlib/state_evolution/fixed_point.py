@@ -116,7 +116,7 @@ def cross_terms(ch, priors) -> bool:
     """Whether the output has cross terms between the layers for ``priors``, so that one overlap per
     layer is not the Bayes state evolution: teachers that :func:`shares_known_part`, or a channel
     whose ``correlated_layers(priors)`` says so (three hardmax layers, for every prior)."""
-    return shares_known_part(ch, priors) or bool(getattr(ch, "correlated_layers", lambda _: False)(priors))
+    return shares_known_part(ch, priors) or ch.correlated_layers(priors)
 
 
 def check_joint_law(ch, priors) -> None:
@@ -277,7 +277,7 @@ def oracle_fixed_point(alpha: float, channel, layer: int, *, T: int = 2, rho=0.5
     alpha = v.nonnegative("alpha", alpha)
     T = v.integer("T", T, minimum=2)
     ch = make_channel(channel)
-    if not hasattr(ch, "oracle_fisher"):
+    if not ch.has_oracle:
         raise ValueError(f"channel must have several layers and an oracle side (DeepAttention), got {ch!r}")
     priors = make_priors(ch, rho)
     layer = v.choice("layer", layer, set(range(1, len(priors) + 1)))

@@ -72,7 +72,7 @@ class Run:
         """The canonical parameters that define the run (and its key)."""
         p = {"method": self.method, "channel": self.channel, "T": self.T, "rho": self.rho,
              "alpha": self.alpha, "noise": self.noise, "options": dict(self.options)}
-        if self.channel == "softmax":
+        if "beta" in PARAMETERS[self.channel]:
             p["beta"] = self.beta
         if self.c is not None:
             p["c"] = self.c

@@ -58,7 +58,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .. import _validate
-from ..channels.registry import CHANNELS as _REGISTRY, t_limit
+from ..channels.registry import CHANNELS as _REGISTRY, PARAMETERS, t_limit
 from ..priors import TEACHER_FAMILIES
 from ..tokens import token_law
 from .fields import SpecError, as_list, checked, choice, fail, grid_axis, shown, unique, unknown_keys
@@ -70,6 +70,10 @@ from .specfile import read_spec_file
 CHANNELS = tuple(_REGISTRY)
 #: channels that read several indices per sample, with their number of teachers
 LAYERED = {name: L for name in CHANNELS if (L := make_run_channel(name).n_indices) > 1}
+#: channels with gradient-descent students (their class's ``trainable``)
+TRAINABLE = tuple(name for name in CHANNELS if _REGISTRY[name].trainable)
+#: channels with an inverse temperature ``beta``
+WITH_BETA = tuple(name for name in CHANNELS if "beta" in PARAMETERS[name])
 
 #: the largest number of runs a spec may expand to (and of points in a range)
 MAX_RUNS = 1_000_000
@@ -200,9 +204,9 @@ class SweepSpec:
         """Refuse the combinations of fields that the library cannot run."""
         for m in self.method:
             if m in ("gd", "gd_avg"):
-                if self.channel != ("softmax",):
+                if not set(self.channel) <= set(TRAINABLE):
                     fail("channel", f"method {m!r} trains softmax students; channel must be "
-                                    f"'softmax', got {list(self.channel)}")
+                                    f"one of {list(TRAINABLE)}, got {list(self.channel)}")
                 if any(x != 0 for x in self.noise):
                     fail("noise", f"method {m!r} has no label noise; noise must be 0")
         for ch, t in itertools.product(self.channel, self.T):
@@ -219,8 +223,8 @@ class SweepSpec:
 
     def _check_unused(self, given_beta: bool):
         """Refuse ``beta`` without a softmax channel, and non-Gaussian tokens with ``se``."""
-        if given_beta and "softmax" not in self.channel:
-            fail("beta", f"is the softmax channel's inverse temperature; channel "
+        if given_beta and not set(self.channel) & set(WITH_BETA):
+            fail("beta", f"is the inverse temperature of channel {list(WITH_BETA)}; channel "
                          f"{list(self.channel)} has none: remove 'beta'")
         if "se" in self.method and any(law != (("name", "gaussian"),) for law in self.tokens):
             fail("tokens", "method 'se' (the state evolution) assumes Gaussian tokens; put the "
@@ -233,10 +237,10 @@ class SweepSpec:
             fail("c", f"is required by channel {layered[0]!r} (the residual strength)")
         if self.c is not None:
             if not layered:
-                fail("c", "is used by the deep-hardmax channel only")
+                fail("c", f"is used by the layered channels {list(LAYERED)} only")
             for i, c in enumerate(self.c):
                 checked(f"c[{i}]" if len(self.c) > 1 else "c",
-                        lambda f, x: make_run_channel("deep-hardmax", c=x), c)
+                        lambda f, x: make_run_channel(layered[0], c=x), c)
         if layered and any(x != 0 for x in self.noise):
             fail("noise", f"channel {layered[0]!r} has no label noise; noise must be 0")
         if layered and set(self.method) - {"se", "amp"}:
@@ -296,7 +300,7 @@ class SweepSpec:
             del out["alpha_bar"]
         if not out["d"]:
             del out["d"]
-        if "softmax" not in self.channel:
+        if not set(self.channel) & set(WITH_BETA):
             del out["beta"]
         return {k: x for k, x in out.items() if x is not None}
 
@@ -345,7 +349,7 @@ def expand(spec) -> list[Run]:
         combos = unique(_used(tuple(zip(names, vals)))
                         for vals in itertools.product(*(opts[n] for n in names)))
         for seed, ch, T, rho in itertools.product(seeds, spec.channel, spec.T, spec.rho):
-            betas = spec.beta if ch == "softmax" else (None,)
+            betas = spec.beta if ch in WITH_BETA else (None,)
             cs = spec.c if ch in LAYERED else (None,)
             if ch in LAYERED and not isinstance(rho, tuple):
                 rho = (rho,) * LAYERED[ch]

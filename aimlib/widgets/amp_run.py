@@ -14,6 +14,7 @@ from .base import (ALPHA_BOUNDS, CHANNELS, RHO_BOUNDS, SEED_BOUNDS, W, BadInput,
 
 class _AMPPanel(Panel):
     SE_POINTS = 60
+    SE_WINDOW = {"softmax": (0.01, 1.0), "hardmax": (0.02, 10.0)}   # the SE curve's alpha range
 
     def __init__(self, *args, **kw):
         self.runs = []  # AMP results for the current (channel, T, rho)
@@ -39,8 +40,7 @@ class _AMPPanel(Panel):
 
     def _compute(self, p):
         self._forget_other_curve(p)
-        lo = 0.01 if p["channel"] == "softmax" else 0.02
-        hi = 1.0 if p["channel"] == "softmax" else 10.0
+        lo, hi = self.SE_WINDOW[p["channel"]]
         lo, hi = min(lo, p["alpha"] / 2), max(hi, p["alpha"] * 2)
         alphas, mmse = se_curve_cached(p["channel"], p["T"], p["rho"], round_sig(lo), round_sig(hi),
                                        "log", self.SE_POINTS)

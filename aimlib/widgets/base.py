@@ -37,8 +37,8 @@ import numpy as np
 
 from .. import _validate as v, rmt, state_evolution as se
 from .._optional import optional_import
-from ..channels import DeepAttention, hardmax, hardmax_polytope, softmax_k, softmax_noisy as ns
-from ..channels.registry import max_t, t_limit
+from ..channels import DeepAttention, hardmax_polytope, make_channel, softmax_k, softmax_noisy as ns
+from ..channels.registry import capabilities, max_t, t_limit
 from ..plotting import MAX_WIDTH, book_style
 from ..errors import ConvergenceError
 from ..model import estimation_error
@@ -60,6 +60,8 @@ SEED_BOUNDS = (0, 2**31 - 1)
 #: the panels' channels: those of the registry (:data:`aimlib.channels.CHANNELS`) whose threshold
 #: the panels draw (:func:`thresholds_cached`)
 CHANNELS = ("softmax", "hardmax")
+#: the state-evolution tolerance of a channel's curves where the default is too slow for a redraw
+SE_TOL = {"hardmax": 1e-8}
 
 _FIGSIZE = (MAX_WIDTH, 3.4)
 _DPI = 96
@@ -155,22 +157,22 @@ def se_curve_cached(channel: str, T: int, rho: float, lo: float, hi: float, scal
     falls below ``1/1000`` of the overlap: the curve is ``NaN`` from there on.
     """
     alphas = _alpha_grid(lo, hi, scale, n)
-    if channel == "hardmax" and T > 2:
-        mmse = _curve_within_table(alphas, T, rho)
+    kw = {"tol": SE_TOL[channel]} if channel in SE_TOL else {}
+    if T > 2 and capabilities(channel).max_T is not None:   # a tabulated Bayes side beyond T = 2
+        mmse = _curve_within_table(alphas, channel, T, rho, kw)
     else:
-        kw = {"tol": 1e-8} if channel == "hardmax" else {}
         mmse = np.asarray(se.curve(alphas, channel, T=T, rho=rho, **kw).mmse, dtype=float)
     alphas.setflags(write=False)
     mmse.setflags(write=False)
     return alphas, mmse
 
 
-def _curve_within_table(alphas: np.ndarray, T: int, rho: float) -> np.ndarray:
-    """Hardmax ``E_S`` along increasing ``alphas``, ``NaN`` from the first one beyond the ``T``'s table."""
+def _curve_within_table(alphas: np.ndarray, channel: str, T: int, rho: float, kw: dict) -> np.ndarray:
+    """``E_S`` along increasing ``alphas``, ``NaN`` from the first one beyond the ``T``'s table."""
     mmse = np.full(len(alphas), np.nan)
     for i, a in enumerate(alphas):
         try:
-            mmse[i] = se.solve(float(a), "hardmax", T=T, rho=rho, tol=1e-8).mmse
+            mmse[i] = se.solve(float(a), channel, T=T, rho=rho, **kw).mmse
         except hardmax_polytope.OutsideTable:  # q/V beyond LAMBDA_MAX: so is every larger alpha
             break
     return mmse
@@ -201,9 +203,10 @@ def thresholds_cached(channel: str, T: int, rho: float) -> dict:
     The hardmax ``alpha_bar_WR`` is the closed form at ``T = 2`` and the face formula at ``T = 3``
     (:func:`aimlib.channels.hardmax_polytope.weak_recovery_threshold`, under a second).
     """
-    if channel == "softmax":
+    ch = make_channel(channel)
+    if ch.threshold == "perfect":
         return {"alpha_pr": float(se.perfect_recovery_threshold(rho, T)), "alpha_wr": None}
-    wr = hardmax.weak_recovery_threshold() if T == 2 else hardmax_polytope.weak_recovery_threshold(T)
+    wr = ch.weak_threshold(T)
     return {"alpha_pr": None, "alpha_wr": float(rho * wr), "alpha_bar_wr": float(wr)}
 
 
@@ -214,19 +217,20 @@ def phase_grid_cached(channel: str, T: int, n_rho: int, n_alpha: int) -> dict:
     Softmax: computed on a grid of ``alpha_bar = k alpha`` (``k = T^2 + T - 2``) and rescaled.
     """
     rhos = np.geomspace(0.05, 5.0, n_rho)
-    if channel == "softmax":
-        k = softmax_k(T)
+    ch = make_channel(channel)
+    if ch.threshold == "perfect":
+        k = ch.linear_k(T)
         abars = np.geomspace(1e-2, 2.0, n_alpha)
-        E = np.array([se.curve(abars / k, "softmax", T=T, rho=float(r)).mmse for r in rhos])
+        E = np.array([se.curve(abars / k, ch, T=T, rho=float(r)).mmse for r in rhos])
         alphas = abars / k
         rho_line = np.geomspace(rhos[0], rhos[-1], 80)
         line = np.array([se.perfect_recovery_threshold(float(r), T) for r in rho_line])
         name = "alpha_pr"
     else:
         alphas = np.geomspace(1e-2, 20.0, n_alpha)
-        E = np.array([se.curve(alphas, "hardmax", T=2, rho=float(r), tol=1e-8).mmse for r in rhos])
+        E = np.array([se.curve(alphas, ch, T=2, rho=float(r), tol=SE_TOL[channel]).mmse for r in rhos])
         rho_line = np.geomspace(rhos[0], rhos[-1], 80)
-        line = rho_line * hardmax.weak_recovery_threshold()
+        line = rho_line * ch.weak_threshold(2)
         name = "alpha_wr"
     return {"rho": rhos, "alpha": alphas, "mmse": E, "rho_line": rho_line, name: line}
 

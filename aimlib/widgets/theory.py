@@ -145,17 +145,17 @@ def noise_panel(rho: float = 0.5, beta: float = 1.0, noise: float = 0.01,
 # --------------------------------------------------------------------------- phase diagram
 class _PhasePanel(Panel):
     T_LIMITS = {"hardmax": 2}  # the T = 3 table of F_out ends before the grid's alpha = 20 at small rho
+    GRID = {"softmax": (24, 48), "hardmax": (12, 24)}   # (rho, alpha) points: a redraw in seconds
 
     def _params(self):
         c = self.controls
         channel = v.choice("channel", c["channel"].value, CHANNELS)
         T = v.integer("T", c["T"].value, *T_BOUNDS)
-        if channel == "hardmax":
-            T = 2  # T_LIMITS (a T set from code past the slider's top is drawn at T = 2 too)
+        T = self.T_LIMITS.get(channel, T)  # a T set from code past the slider's top is drawn there too
         return {"channel": channel, "T": T, "contours": bool(c["contours"].value)}
 
     def _compute(self, p):
-        n_rho, n_alpha = (24, 48) if p["channel"] == "softmax" else (12, 24)
+        n_rho, n_alpha = self.GRID[p["channel"]]
         g = phase_grid_cached(p["channel"], p["T"], n_rho, n_alpha)
         return {"params": p, **g}
 
