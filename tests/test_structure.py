@@ -3,6 +3,7 @@
 * imports stand at the top of a module, never inside a function or class;
 * an optional package (an extra of ``pyproject.toml``) is imported only through
   ``aimlib._optional.optional_import``;
+* a module stays under about 400 lines (the test stops at 420);
 * a name with a leading underscore is used only in its own module: none is
   imported from another module, none read as an attribute of an imported module.
 """
@@ -75,3 +76,14 @@ def test_no_private_name_crosses_a_module_boundary(path):
         if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules
                 and node.attr.startswith("_") and not node.attr.startswith("__")):
             pytest.fail(f"{_name(path)}:{node.lineno}: reads the private name {node.value.id}.{node.attr}")
+
+
+#: the longest a module may grow (CONTRIBUTING.md: "modules under about 400 lines")
+MAX_MODULE_LINES = 420
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=_name)
+def test_modules_stay_short(path):
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_MODULE_LINES, (f"{_name(path)} has {lines} lines (at most {MAX_MODULE_LINES}): "
+                                       "split it by concept")

@@ -450,7 +450,7 @@ def test_deep_panel_takes_any_residual_in_range(monkeypatch):
 def test_the_t3_hardmax_curve_ends_where_its_table_does():
     """At T = 3 the state evolution raises OutsideTable (a ValueError) past the shipped table's range; the panel's
     curve is NaN from the first alpha there on, and finite before (only that error ends it)."""
-    from aimlib.widgets.base import se_curve_cached
+    from aimlib.widgets.curves import se_curve_cached
 
     with pytest.raises(hardmax_polytope.OutsideTable, match="tabulated for q/V"):
         se.solve(30.0, "hardmax", T=3, rho=0.5, tol=1e-8)

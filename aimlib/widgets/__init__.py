@@ -44,9 +44,9 @@ import importlib
 
 from .deep import deep_panel
 from .base import (ALPHA_BOUNDS, BETA_BOUNDS, CHANNELS, DELTA_BOUNDS, NOISE_BOUNDS, RHO_BOUNDS, RHO_NOISE,
-                   SEED_BOUNDS, T_BOUNDS, BadInput, Panel, W, clear_caches, noisy_curve_cached, parse_range,
-                   phase_grid_cached, render_png, round_sig, se_curve_cached, spectrum_sample_cached,
-                   thresholds_cached)
+                   SEED_BOUNDS, T_BOUNDS, BadInput, Panel, W, parse_range, render_png, round_sig)
+from .curves import (clear_caches, noisy_curve_cached, phase_grid_cached, se_curve_cached,
+                     spectrum_sample_cached, thresholds_cached)
 from .spectrum import spectrum_panel
 from .theory import noise_panel, phase_panel, se_panel
 

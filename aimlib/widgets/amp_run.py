@@ -9,7 +9,8 @@ import numpy as np
 from .. import _validate as v, amp, state_evolution as se
 from ..errors import ConvergenceError
 from .base import (ALPHA_BOUNDS, CHANNELS, RHO_BOUNDS, SEED_BOUNDS, W, BadInput, Panel, channel_and_tokens,
-                   dropdown, figure, int_slider, log_slider, number, round_sig, se_curve_cached, seed_field)
+                   dropdown, figure, int_slider, log_slider, number, round_sig, seed_field)
+from .curves import (se_curve_cached)
 
 
 class _AMPPanel(Panel):

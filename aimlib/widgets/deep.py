@@ -5,8 +5,9 @@ import html
 
 from ..channels import DeepAttention
 from ..priors import Centred
-from .base import (ALPHA_BOUNDS, RHO_BOUNDS, W, Panel, deep_curve_cached, dropdown, error_axes, figure, log_slider,
-                   number, parse_range, range_text, round_sig, se_curve_cached)
+from .base import (ALPHA_BOUNDS, RHO_BOUNDS, W, Panel, dropdown, error_axes, figure, log_slider, number,
+                   parse_range, range_text, round_sig)
+from .curves import (deep_curve_cached, se_curve_cached)
 
 N_POINTS = 24
 

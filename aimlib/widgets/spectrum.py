@@ -5,7 +5,8 @@ import numpy as np
 
 from .. import _validate as v, rmt
 from .base import (DELTA_BOUNDS, RHO_BOUNDS, SEED_BOUNDS, W, Panel, figure, int_slider, log_slider, number,
-                   round_sig, seed_field, spectrum_sample_cached)
+                   round_sig, seed_field)
+from .curves import (spectrum_sample_cached)
 
 
 class _SpectrumPanel(Panel):

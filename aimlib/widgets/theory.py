@@ -5,9 +5,9 @@ import numpy as np
 
 from .. import _validate as v
 from .base import (ALPHA_BOUNDS, BETA_BOUNDS, CHANNELS, NOISE_BOUNDS, RHO_BOUNDS, RHO_NOISE, T_BOUNDS, W,
-                   Panel, channel_and_tokens, dropdown, error_axes, figure, int_slider, log_slider, noisy_curve_cached,
-                   number, parse_range, phase_grid_cached, range_text, round_sig, se_curve_cached,
-                   thresholds_cached, toggle)
+                   Panel, channel_and_tokens, dropdown, error_axes, figure, int_slider, log_slider, number,
+                   parse_range, range_text, round_sig, toggle)
+from .curves import (noisy_curve_cached, phase_grid_cached, se_curve_cached, thresholds_cached)
 
 
 # --------------------------------------------------------------------------- SE curves

@@ -7,7 +7,8 @@ import numpy as np
 
 from .. import state_evolution as se, untied
 from .base import (ALPHA_BOUNDS, W, Panel, error_axes, figure, int_slider, log_slider, number, parse_range,
-                   range_text, round_sig, se_curve_cached)
+                   range_text, round_sig)
+from .curves import (se_curve_cached)
 
 N_POINTS = 24
 RHO_UNTIED = (0.05, 1.0)   # the widths the rectangular prior error is computed for
