@@ -11,7 +11,7 @@ import pytest
 
 from aimlib import state_evolution as se
 from aimlib.channels import DeepAttention
-from aimlib.channels.deep_hardmax import _residual_law
+from aimlib.channels.deep_moments import residual_law
 from aimlib.priors import Centred, Gaussian, Wishart
 from aimlib.priors.correlated import (check_kappa, correlated_goe, cross_residual, gaussian_pair, layer_noises,
                                       measure_cross_residual)
@@ -111,7 +111,7 @@ def test_the_joint_law_with_the_cross_term():
     unchanged), so the residuals h - omega have cross-covariance e_12 and are correlated with the other
     layer's estimate; at cross = 0 the law of DeepAttention.fisher.  Too large a cross term is refused."""
     q, Q0, s, c = np.array([0.8, 1.0]), np.array([1.5, 1.5]), np.array([0.5, 0.5]), -0.03
-    M, K_half, _ = _residual_law(q, Q0, s, c, 2)
+    M, K_half, _ = residual_law(q, Q0, s, c, 2)
     C = np.array([[0.0, c], [c, 0.0]])
     Omega = np.sqrt(np.outer(s, s)) + np.diag(q - s) + C
     Q = np.sqrt(np.outer(s, s)) + np.diag(Q0 - s)
@@ -120,10 +120,10 @@ def test_the_joint_law_with_the_cross_term():
     R = np.eye(2) - M                      # residual r = h - omega = -(I - M) omega + K^{1/2} xi
     cov_r = R @ Omega @ R.T + K_half @ K_half.T
     assert cov_r[0, 1] == pytest.approx(c) and (-(R @ Omega))[0, 1] == pytest.approx(-c)
-    M0, K0, _ = _residual_law(q, Q0, s, 0.0, 2)
+    M0, K0, _ = residual_law(q, Q0, s, 0.0, 2)
     assert np.array_equal(M0, np.eye(2)) and np.allclose(K0, np.diag(np.sqrt(Q0 - q)))
     with pytest.raises(ValueError, match="cross"):
-        _residual_law(q, Q0, s, 0.31, 2)
+        residual_law(q, Q0, s, 0.31, 2)
     with pytest.raises(ValueError, match="cross"):
         DeepAttention(c=0.5, layers=3).output_moments((0.5,) * 3, (1.0,) * 3, cross=-0.01, n=200)
 

@@ -29,8 +29,9 @@ from .. import _validate as v
 from ..backend import get_array_module, to_device, to_host
 from ..errors import check_on_max_iter, max_iter_reached
 from . import hardmax
-from .base import Channel, sample_indices, sigma2
+from .base import Channel, sigma2
 from . import deep_histories, deep_patterns
+from .deep_moments import draw_law
 from .deep_histories import fisher_matrix3, fisher_matrix3_direct, log_z_and_g, separable_scaled3
 from .deep_patterns import fisher_matrix, fisher_scaled, fisher_scaled_direct, oracle_fisher_scaled
 from .lambda_tables import LAMBDA_MAX
@@ -293,8 +294,9 @@ class DeepAttention(Channel):
         ``Cov(omega_1, omega_2) = sqrt(s_1 s_2) + e_12`` while ``Cov(h_l, omega_l') = Cov(h_1, h_2)
         = sqrt(s_1 s_2)``, so ``h | omega`` has mean ``omega - C Omega^{-1} omega`` and covariance
         ``Q - Omega + 2 C - C Omega^{-1} C`` (``C`` the matrix with ``e_12`` off the diagonal,
-        ``Omega`` the estimates' covariance, ``Q`` the indices'); ``g`` is still the algorithm's
-        :meth:`g_out`, which assumes ``h | omega ~ N(omega, V)``.
+        ``Omega`` the estimates' covariance, ``Q`` the indices'; :func:`aimlib.channels.deep_moments.draw_law`);
+        ``g`` is still the algorithm's :meth:`g_out`, which assumes ``h | omega ~ N(omega, V)``.  The
+        responses ``Gamma``, ``Lambda`` under that law: :func:`aimlib.channels.deep_moments.response_moments`.
 
         Returns
         -------
@@ -305,40 +307,11 @@ class DeepAttention(Channel):
         q, Q0, _, V = self._fisher_args(q, Q0, 2)
         s = tuple(v.in_range(f"shared[{i}]", x, 0.0, q[i]) for i, x in enumerate(np.broadcast_to(shared, (L,))))
         n = v.integer("n", n, minimum=100)
-        mean, chol, w = _residual_law(q, Q0, s, v.real("cross", cross), L)
-        z0 = sample_indices(n, 2, 1.0, rng)
-        omega = np.stack([np.sqrt(s[l]) * z0 + sample_indices(n, 2, q[l] - s[l] - abs(cross), rng)
-                          for l in range(L)], axis=1)
-        xi = np.stack([sample_indices(n, 2, 1.0, rng) for _ in range(L)], axis=1)
-        if cross:
-            omega += np.sqrt(abs(cross)) * np.einsum("l,nab->nlab", w, sample_indices(n, 2, 1.0, rng))
-        h = np.einsum("lm,nmab->nlab", mean, omega) + np.einsum("lm,nmab->nlab", chol, xi)
+        omega, h, _, _ = draw_law(q, Q0, s, v.real("cross", cross), L, n, rng)
         iu = np.triu_indices(2)
         g = self.g_out(self(h, seed=rng), omega, V)[..., iu[0], iu[1]]
         terms = 2 * np.einsum("nlk,nmk,k->nlm", g, g, sigma2(2)[iu])
         return terms.mean(axis=0), terms.std(axis=0) / np.sqrt(n)
-
-
-def _residual_law(q, Q0, s, cross: float, L: int):
-    r"""``(M, K^{1/2}, w)``: ``h = M omega + K^{1/2} xi`` given the estimates, and the signs ``w`` of the
-    estimates' shared draw ``sqrt(|e_12|) w_l z_12`` (:meth:`DeepAttention.output_moments`)."""
-    if cross and L != 2:
-        raise ValueError(f"cross is the residual cross-covariance of two layers, got cross={cross!r} with {L} layers")
-    V = np.asarray(Q0) - q
-    if not cross:
-        return np.eye(L), np.diag(np.sqrt(V)), None
-    C = np.array([[0.0, cross], [cross, 0.0]])
-    root = np.sqrt(np.asarray(s, dtype=float))
-    Omega = np.outer(root, root) + np.diag(np.asarray(q) - s) + C
-    too_large = min(np.asarray(q) - s) <= abs(cross)   # the estimates' own draws need variance q_l - s_l - |e_12|
-    if not too_large:
-        K = np.diag(V) + C - C @ np.linalg.solve(Omega, C)
-        too_large = np.linalg.eigvalsh(K).min() <= 0
-    if too_large:
-        raise ValueError(f"cross = {cross!r} is too large for the overlaps q = {q} and known parts {s}: the "
-                         "joint law of the indices and the estimates is not a covariance (|cross| must stay "
-                         "below q_l - s_l and leave h | omega a positive variance)")
-    return np.eye(L) - C @ np.linalg.inv(Omega), np.linalg.cholesky(K), np.array([1.0, np.sign(cross)])
 
 
 # -- the rho -> 0 limit at fixed alpha_bar = alpha / rho (every layer) ------------------

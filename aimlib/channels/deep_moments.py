@@ -1,0 +1,167 @@
+r"""Moments of layered channels under the law that GAMP-RIE's estimates meet (book, chapter
+"Correlated layers").
+
+Two layers ``l = 1, 2`` with one denoiser each leave the estimates' residuals a cross-covariance
+``e_12``.  Given the estimates ``omega`` the indices are then ``h = M omega + K^{1/2} xi``
+(:func:`residual_law`), not ``N(omega, V)`` as :meth:`~aimlib.channels.DeepAttention.g_out`
+assumes.  Under that law, with the weights of the state evolution
+(``2 sum_{a<=b} Sigma_ab``, as in ``F``),
+
+.. math::  F_{ll'} = 2\sum_{a\le b}\Sigma_{ab}\,\mathbb E[g_{l,ab}\,g_{l',ab}],\quad
+           \Gamma_{ll'} = 2\sum_{a\le b}\Sigma_{ab}\,\mathbb E\Big[\frac{\partial g_{l,ab}}{\partial h_{l',ab}}\Big],\quad
+           \Lambda_{ll'} = 2\sum_{a\le b}\Sigma_{ab}\,\mathbb E\Big[\frac{\partial g_{l,ab}}{\partial \omega_{l',ab}}\Big].
+
+The backward pass reads ``B = alpha (Gamma S + Lambda S_hat) + noise``, so the input of the
+layers' denoisers is ``R = F^{-1} Gamma S + (I + F^{-1} Lambda) S_hat + noise``: the *mixing*
+``F^{-1} Gamma`` and the *memory* ``I + F^{-1} Lambda``.  Where the law is the one ``g_out``
+assumes (``e_12 = 0``) the Nishimori identities give ``Gamma = -Lambda = F``, mixing ``I`` and
+memory ``0``; their off-diagonal entries at ``e_12 != 0`` put a part of the other layer's
+teacher into each input.  ``Gamma`` is estimated by Stein's identity,
+``E[dg/dh] = E[g (K^{-1}(h - M omega))/Sigma]``; ``Lambda`` by central differences of ``g_out``
+in ``omega`` at fixed outputs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import _validate as v
+from .base import sample_indices, sigma2
+
+__all__ = ["residual_law", "draw_law", "response_moments", "ResponseMoments"]
+
+#: index entries ``a <= b`` of a ``2 x 2`` index matrix, and their weights ``Sigma_ab``
+_IU = np.triu_indices(2)
+_SIGMA = sigma2(2)[_IU]
+
+
+def residual_law(q, Q0, s, cross: float, L: int):
+    r"""``(M, K^{1/2}, w)``: ``h = M omega + K^{1/2} xi`` given the estimates, and the signs ``w`` of the
+    estimates' shared draw ``sqrt(|e_12|) w_l z_12`` (:func:`draw_law`).
+
+    With ``C`` the matrix with ``e_12 = cross`` off the diagonal and ``Omega`` the estimates'
+    covariance (``sqrt(s_l s_l') + (q_l - s_l) delta_ll' + C``), ``M = I - C Omega^{-1}`` and
+    ``K = diag(Q0 - q) + C - C Omega^{-1} C``; at ``cross = 0``, ``M = I`` and ``K = diag(V)``.
+    """
+    if cross and L != 2:
+        raise ValueError(f"cross is the residual cross-covariance of two layers, got cross={cross!r} with {L} layers")
+    V = np.asarray(Q0) - q
+    if not cross:
+        return np.eye(L), np.diag(np.sqrt(V)), None
+    C = np.array([[0.0, cross], [cross, 0.0]])
+    root = np.sqrt(np.asarray(s, dtype=float))
+    Omega = np.outer(root, root) + np.diag(np.asarray(q) - s) + C
+    too_large = min(np.asarray(q) - s) <= abs(cross)   # the estimates' own draws need variance q_l - s_l - |e_12|
+    if not too_large:
+        K = np.diag(V) + C - C @ np.linalg.solve(Omega, C)
+        too_large = np.linalg.eigvalsh(K).min() <= 0
+    if too_large:
+        raise ValueError(f"cross = {cross!r} is too large for the overlaps q = {q} and known parts {s}: the "
+                         "joint law of the indices and the estimates is not a covariance (|cross| must stay "
+                         "below q_l - s_l and leave h | omega a positive variance)")
+    return np.eye(L) - C @ np.linalg.inv(Omega), np.linalg.cholesky(K), np.array([1.0, np.sign(cross)])
+
+
+def draw_law(q, Q0, s, cross: float, L: int, n: int, rng):
+    r"""``n`` draws ``(omega, h, r, K^{1/2})`` of the estimates and the indices, ``r = h - M omega``.
+
+    ``omega_l = sqrt(s_l) z_0 + sqrt(q_l - s_l - |e_12|) z_l + sqrt(|e_12|) w_l z_12`` (each ``z``
+    ``N(0, Sigma)`` per entry, drawn from ``rng`` in that order) and ``h = M omega + K^{1/2} xi``
+    (:func:`residual_law`).
+    """
+    mean, chol, w = residual_law(q, Q0, s, cross, L)
+    z0 = sample_indices(n, 2, 1.0, rng)
+    omega = np.stack([np.sqrt(s[l]) * z0 + sample_indices(n, 2, q[l] - s[l] - abs(cross), rng)
+                      for l in range(L)], axis=1)
+    xi = np.stack([sample_indices(n, 2, 1.0, rng) for _ in range(L)], axis=1)
+    if cross:
+        omega += np.sqrt(abs(cross)) * np.einsum("l,nab->nlab", w, sample_indices(n, 2, 1.0, rng))
+    r = np.einsum("lm,nmab->nlab", chol, xi)
+    return omega, np.einsum("lm,nmab->nlab", mean, omega) + r, r, chol
+
+
+def _weighted_mean(u, w):
+    """``2 sum_k Sigma_k mean_n(u_nlk w_nmk)`` per batch: shape ``(batches, L, L)``."""
+    return 2 * np.einsum("bnlk,bnmk,k->blm", u, w, _SIGMA) / u.shape[1]
+
+
+@dataclass(frozen=True)
+class ResponseMoments:
+    """``F``, ``Gamma``, ``Lambda`` (:mod:`aimlib.channels.deep_moments`), the mixing ``F^{-1} Gamma`` and
+    the memory ``I + F^{-1} Lambda``, each an ``(L, L)`` mean over batches with its standard error."""
+
+    F: np.ndarray
+    Gamma: np.ndarray
+    Lambda: np.ndarray
+    mixing: np.ndarray
+    memory: np.ndarray
+    se: dict
+
+
+def _pair(name: str, x) -> tuple:
+    x = tuple(np.atleast_1d(np.asarray(x, dtype=float)).tolist())
+    if len(x) != 2:
+        raise ValueError(f"{name} must hold two values (one per layer), got {len(x)}")
+    return x
+
+
+def _finite_difference(ch, y, omega, V, eps: float):
+    """``2 sum_k Sigma_k dg_{l,k}/d omega_{m,k}`` per sample by central differences: ``(n, L, L)``."""
+    n, L = omega.shape[:2]
+    out = np.zeros((n, L, L))
+    for m in range(L):
+        for k, (a, b) in enumerate(zip(*_IU)):
+            step = np.zeros_like(omega)
+            step[:, m, a, b] = step[:, m, b, a] = eps
+            dg = ch.g_out(y, omega + step, V)[..., a, b] - ch.g_out(y, omega - step, V)[..., a, b]
+            out[:, :, m] += 2 * _SIGMA[k] * dg / (2 * eps)
+    return out
+
+
+def response_moments(ch, q, Q0, *, shared=0.0, cross: float = 0.0, n: int = 200_000, batches: int = 10,
+                     seed=0, eps: float = 1e-4) -> ResponseMoments:
+    r"""``F``, ``Gamma``, ``Lambda``, the mixing ``F^{-1} Gamma`` and the memory ``I + F^{-1} Lambda`` by Monte
+    Carlo under the law of :func:`draw_law` (the module docstring has the formulas).
+
+    Parameters
+    ----------
+    ch : DeepAttention
+        Two hardmax layers (``T = 2``).
+    q, Q0 : pairs of floats
+        The estimates' overlaps and the teachers' second moments, ``0 <= q_l < Q0_l``.
+    shared : float or pair
+        The estimates' known parts ``s_l`` (Wishart teachers: ``rho_l``; centred: ``0``).
+    cross : float
+        The residual cross-covariance ``e_12`` (:func:`aimlib.state_evolution.cross_overlap`).
+    n, batches : int
+        Draws, split into ``batches`` equal batches; the standard errors are those of the batch means
+        (for the mixing and the memory, of the batches' own ratios).
+    seed : int or Generator
+    eps : float
+        Step of the central differences of ``Lambda``.
+    """
+    rng = v.generator(seed)
+    if ch.n_indices != 2:
+        raise ValueError(f"ch must have two layers, got {ch!r}")
+    Q0 = tuple(v.positive(f"Q0[{i}]", x) for i, x in enumerate(_pair("Q0", Q0)))
+    q = tuple(v.in_range(f"q[{i}]", x, 0.0, Q0[i]) for i, x in enumerate(_pair("q", q)))
+    V = tuple(a - b for a, b in zip(Q0, q))
+    s = tuple(v.in_range(f"shared[{i}]", x, 0.0, q[i]) for i, x in enumerate(np.broadcast_to(shared, (2,))))
+    batches = v.integer("batches", batches, minimum=2)
+    n = v.integer("n", n, minimum=100 * batches) // batches * batches
+    omega, h, r, chol = draw_law(q, Q0, s, v.real("cross", cross), 2, n, rng)
+    y = ch(h, seed=rng)
+    g = ch.g_out(y, omega, V)
+    K_inv = np.linalg.inv(chol @ chol.T)
+    score = np.einsum("lm,nmk->nlk", K_inv, r[..., _IU[0], _IU[1]]) / _SIGMA
+    gk = g[..., _IU[0], _IU[1]]
+    split = (batches, n // batches)
+    F = _weighted_mean(gk.reshape(*split, 2, 3), gk.reshape(*split, 2, 3))
+    Gamma = _weighted_mean(gk.reshape(*split, 2, 3), score.reshape(*split, 2, 3))
+    Lam = _finite_difference(ch, y, omega, V, v.positive("eps", eps)).reshape(*split, 2, 2).mean(axis=1)
+    mixing = np.linalg.solve(F, Gamma)
+    memory = np.eye(2) + np.linalg.solve(F, Lam)
+    parts = {"F": F, "Gamma": Gamma, "Lambda": Lam, "mixing": mixing, "memory": memory}
+    se = {k: x.std(axis=0, ddof=1) / np.sqrt(batches) for k, x in parts.items()}
+    return ResponseMoments(*(x.mean(axis=0) for x in parts.values()), se=se)
