@@ -165,6 +165,7 @@ RANGES = {
     "positive_int": number(1, kind=int),                # --max-iter, --restarts, --steps, --rank
     "weight_decay": number(0, 1e6),
     "lr": number(0, low_open=True),                     # gd's step (aimlib.gd.optim.make_optimizer)
+    "lr_decay": number(0, 1, low_open=True),            # aimlib.gd.schedule: a factor in (0, 1]
     "damping": number(0, 1, high_open=True),            # aimlib.amp.gamp_rie
     "tol": number(0, 1, low_open=True),
 }
@@ -269,6 +270,12 @@ def gd_arguments(p) -> None:
     p.add_argument("--lr", type=RANGES["lr"], default=None,
                    help="Adam's step, a finite number > 0 (default: 0.1, times sqrt(d/k) for a factorised student "
                         "wider than d: 0.02 at --rho 25; aimlib.gd.optim.default_lr)")
+    p.add_argument("--lr-decay-at", type=RANGES["positive_int"], default=None,
+                   help="multiply the step by --lr-decay before this step, in [1, --steps) (default: a fixed step)")
+    p.add_argument("--lr-decay", type=RANGES["lr_decay"], default=None,
+                   help="the factor of --lr-decay-at, in (0, 1] (default: 0.1)")
+    p.add_argument("--keep", choices=["last", "lowest"], default=None,
+                   help="each student's last weights, or those of its lowest training loss (default: last)")
     p.add_argument("--student", choices=["factorised", "direct"], default="factorised",
                    help="W W^T / sqrt(k d) of width --rank, or S_hat trained entrywise (default: factorised)")
     p.add_argument("--rank", type=RANGES["positive_int"], default=None,
@@ -283,7 +290,7 @@ def gd_arguments(p) -> None:
 
 #: the options of ``gd`` that :func:`aimlib.gd.run_gd` takes as they are (left out when not given: ``None``)
 _GD_OPTIONS = ("restarts", "backend", "dtype", "beta", "steps", "student", "weight_decay", "tokens", "teachers",
-               "on_max_iter", "rank", "lr")
+               "on_max_iter", "rank", "lr", "lr_decay_at", "lr_decay", "keep")
 
 
 def gd_options(args) -> dict:

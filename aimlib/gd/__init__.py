@@ -11,7 +11,8 @@ The student has the teacher's architecture (book, chapter "Gradient descent"):
 Modules: :mod:`~aimlib.gd.student` (indices through ``X W``, output, loss and
 its analytic gradient), :mod:`~aimlib.gd.optim` (Adam and plain gradient
 descent), :mod:`~aimlib.gd.memory` (the memory guard), :mod:`~aimlib.gd.train`
-(:func:`train_gd`: ``k`` restarts batched in one array computation),
+(:func:`train_gd`: ``k`` restarts batched in one array computation), :mod:`~aimlib.gd.schedule`
+(the loop's options and records: the step decay, the parameters of lowest training loss),
 :mod:`~aimlib.gd.checks` (when a run has failed: divergence, no progress, the
 iteration cap, and the inputs refused) and :mod:`~aimlib.gd.run`
 (:func:`run_gd`: sample a data set and train);

@@ -34,7 +34,8 @@ from .blocks import block_fit, block_setup, block_summary, block_widths
 from .run import check_run, check_run_memory, known_means, sample_and_train
 from .student import (as_batch, batch_indices, check_xy, common_dtype, identity_indices, index_grad,
                       shifted_gram, softmax_backward, square_loss)
-from .train import GDResult, Curves
+from .schedule import Curves
+from .train import GDResult
 
 
 def deep_channel(c: float = 0.5, beta: float = 1.0) -> DeepAttention:

@@ -38,7 +38,8 @@ from .memory import check_memory_mb, memory_estimate
 from .blocks import block_fit, block_setup, block_summary, block_widths
 from .run import check_run, check_run_memory, sample_and_train
 from .student import batch_indices, gram, index_grad, softmax_backward, square_loss
-from .train import GDResult, Curves
+from .schedule import Curves
+from .train import GDResult
 
 MAX_HEADS = 6   # the matching tries all H! permutations
 

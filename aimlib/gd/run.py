@@ -123,6 +123,7 @@ def _summary(res) -> dict:
         "student": res.student,
         "weight_decay": res.weight_decay,
         "lr": res.lr,
+        "keep": res.keep,
         "train_loss_start": [float(x) for x in res.train_loss[:, 0]],
         "mmse_single_start": [float(e) for e in res.mmse_curve[:, 0]],
     }
@@ -191,7 +192,8 @@ def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int
         Passed to :func:`train_gd` (``rank``, ``student``, ``weight_decay``,
         ``optimizer``, ``lr`` (default: 0.1, smaller for Adam on students wider than ``d``,
         :func:`aimlib.gd.optim.default_lr`), ``steps``, ``tol``, ``batch_size``,
-        ``init_scale``, ``record_every``, ``on_max_iter``, ...).
+        ``init_scale``, ``record_every``, ``on_max_iter``, the schedule ``lr_decay_at``, ``lr_decay``
+        and ``keep``, ...).
 
     Raises
     ------
@@ -214,7 +216,8 @@ def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int
         ``n_steps``, ``converged`` (the
         training loss reached ``tol``), ``n_nonzero`` (eigenvalues of each ``S_hat`` above
         :data:`aimlib.gd.objective.EIG_TOL`), ``student`` and ``weight_decay`` (per restart where it applies),
-        ``lr`` (the step used: given, or :func:`aimlib.gd.optim.default_lr`), ``mmse_data_free`` (the
+        ``lr`` (the step used: given, or :func:`aimlib.gd.optim.default_lr`; before any decay), ``keep``
+        (``'lowest'``: the errors are those of each restart stopped at its lowest training loss), ``mmse_data_free`` (the
         error of the data-free estimate ``(Tr S/d) I``, about 1) and ``worse_than_data_free``
         (``mmse_single`` above it: a result whose training loss fell, but no better than no data).
     """

@@ -9,8 +9,8 @@ way, and stops a restart once its training loss is below ``tol``; the end of
 training is judged by the failure rules of :mod:`aimlib.gd.checks`.
 
 The students of several weight blocks (:mod:`aimlib.gd.blocks`) reuse its pieces:
-the data set and objective (:class:`Problem`), the recorded curves (:class:`Curves`),
-the loop options (:func:`make_schedule`), the checked inputs (:func:`training_data`,
+the data set and objective (:class:`Problem`), the recorded curves and the loop options
+(:mod:`aimlib.gd.schedule`), the checked inputs (:func:`training_data`,
 :func:`teacher_and_test`), the starting point (:func:`initial_parameters`) and the
 loop with its verdict (:func:`train_restarts`).
 """
@@ -23,7 +23,6 @@ import numpy as np
 
 from .. import _validate as v
 from ..backend import get_array_module, to_device, to_host
-from ..errors import check_on_max_iter
 from ..model import estimation_error
 from .._validate import MEMORY_MB, check_memory
 from .memory import check_memory_mb, memory_estimate
@@ -32,6 +31,7 @@ from ..channels.softmax import check_beta
 from .checks import check_finite, check_informative, check_outcome, checked_width, penalty
 from .direct import check_matrices, initial_matrices
 from .objective import Objective, eigenvalues
+from .schedule import Curves, LowestLoss, Schedule, decay_step, make_schedule, stop_converged
 from .student import as_batch, check_xy, initial_weights
 
 
@@ -75,7 +75,18 @@ class GDResult:
     weight_decay : float
         The ``lambda`` of the penalty.
     lr : float
-        The step of the optimiser (given, or :func:`aimlib.gd.optim.default_lr`).
+        The step of the optimiser (given, or :func:`aimlib.gd.optim.default_lr`), before any decay.
+    keep : str
+        ``'last'``, or ``'lowest'``: ``W``, ``S_hat``, ``mmse_single`` and ``mmse_averaged`` are
+        those of each restart's parameters at its lowest training loss
+        (:mod:`aimlib.gd.schedule`).
+    mmse_lowest_curve : array (k, m) or None
+        With ``keep='lowest'`` and a teacher: at each recorded step ``s``, the error of each
+        restart's parameters of lowest training loss up to ``s`` (the run stopped there).
+    mmse_lowest_averaged_curve : array (m,) or None
+        The error of their average.
+    step_lowest : array (k,) or None
+        With ``keep='lowest'``: the step of each restart's lowest training loss.
     """
 
     W: np.ndarray = field(repr=False)
@@ -95,6 +106,10 @@ class GDResult:
     student: str = "factorised"
     weight_decay: float = 0.0
     lr: float | None = None
+    keep: str = "last"
+    mmse_lowest_curve: np.ndarray | None = field(default=None, repr=False)
+    mmse_lowest_averaged_curve: np.ndarray | None = field(default=None, repr=False)
+    step_lowest: np.ndarray | None = None
 
 
 class Problem:
@@ -119,64 +134,6 @@ class Problem:
     def loss(self, W):
         """The ``(k,)`` data losses on all samples."""
         return self._loss_grad(self.X2, self.y, W, self.n, want_grad=False)[0]
-
-
-class Curves:
-    """The curves recorded along training: losses and, with a teacher ``S``, estimation errors."""
-
-    def __init__(self, test: Problem | None, S, objective: Objective):
-        self.test, self.S, self.objective = test, S, objective
-        self.steps, self.train, self.test_loss, self.errors, self.averaged = [], [], [], [], []
-
-    def record(self, step: int, W, train_loss):
-        """Append the state after ``step`` updates: ``train_loss`` (given), test loss and errors of ``W``."""
-        self.steps.append(step)
-        self.train.append(to_host(train_loss).copy())
-        if self.test is not None:
-            self.test_loss.append(to_host(self.test.loss(W)))
-        if self.S is not None:
-            errors, averaged = self.estimation_errors(W)
-            self.errors.append(errors)
-            self.averaged.append(averaged)
-
-    def estimation_errors(self, W):
-        """``(1/d)||S_hat_i - S||_F^2`` per restart ``(k,)`` and that of the average of the ``S_hat_i``."""
-        S_hat = self.objective.matrix(W)
-        return estimation_error(S_hat, self.S), estimation_error(S_hat.mean(axis=0), self.S)
-
-
-def _stop(active, converged: np.ndarray, train_loss, tol: float):
-    """Stopping rule: freeze the active restarts whose training loss is ``<= tol``; return the new mask."""
-    xp = get_array_module(active)
-    done = active & (train_loss <= tol)
-    if bool(done.any()):
-        converged[to_host(xp.nonzero(done)[0])] = True
-        active = active & ~done
-    return active
-
-
-@dataclass(frozen=True)
-class Schedule:
-    """The checked loop options of :func:`make_schedule`.
-
-    ``steps`` (the budget), ``tol`` (the early stop), ``record_every``, ``batch_size``
-    (``None``: full batch) and ``on_max_iter`` (the rule at the budget).
-    """
-
-    steps: int
-    tol: float
-    record_every: int
-    batch_size: int | None  # None: full batch
-    on_max_iter: str = "return"
-
-
-def make_schedule(steps, tol, record_every, batch_size, n: int, on_max_iter: str = "return") -> Schedule:
-    """Validate the loop options (a mini-batch of all ``n`` samples is the full batch)."""
-    if batch_size is not None:
-        batch_size = v.integer("batch_size", batch_size, minimum=1, maximum=n)
-    return Schedule(v.integer("steps", steps, minimum=1), v.nonnegative("tol", tol),
-                    v.integer("record_every", record_every, minimum=1),
-                    None if batch_size == n else batch_size, check_on_max_iter(on_max_iter))
 
 
 def _width_and_restarts(init, rank, rho, restarts, d: int, student: str):
@@ -240,8 +197,11 @@ def teacher_and_test(S, X_test, y_test, X, layers: int = 1):
     return S, (X_test, to_device(y_test, xp).astype(X.dtype, copy=False))
 
 
-def _optimise(problem: Problem, W, rule, sched: Schedule, curves: Curves, batches):
-    """The training loop; returns the final ``W``, the steps per restart and the converged flags."""
+def _optimise(problem: Problem, W, rule, sched: Schedule, curves: Curves, batches, lowest: LowestLoss | None):
+    """The training loop; returns the final ``W``, the steps per restart and the converged flags.
+
+    ``lowest`` (``keep='lowest'``) is updated with every full-batch training loss.
+    """
     xp = get_array_module(W)
     k = W.shape[0]
     active = xp.ones(k, dtype=bool)
@@ -252,22 +212,28 @@ def _optimise(problem: Problem, W, rule, sched: Schedule, curves: Curves, batche
         L, g = problem.loss_grad(W, idx)
         check_finite(L, g, step, rule)
         L_full = L if idx is None else None
-        if step % sched.record_every == 0:
-            if L_full is None:
-                L_full = problem.loss(W)
-                check_finite(L_full, None, step, rule)
-            curves.record(step, W, L_full)
+        recording = step % sched.record_every == 0
+        if recording and L_full is None:
+            L_full = problem.loss(W)
+            check_finite(L_full, None, step, rule)
+        if lowest is not None and L_full is not None:
+            lowest.update(W, L_full, step)
+        if recording:
+            curves.record(step, W, L_full, lowest)
         if sched.tol > 0 and L_full is not None:
-            active = _stop(active, converged, L_full, sched.tol)
+            active = stop_converged(active, converged, L_full, sched.tol)
             if not bool(active.any()):
                 break
+        decay_step(rule, step, sched)
         W = rule.step(W, g, active)
         n_steps += to_host(active).astype(int)
     L_final = problem.loss(W)
     check_finite(L_final, None, sched.steps, rule)
     final_step = int(n_steps.max())  # after the last update, or where every restart stopped
+    if lowest is not None:
+        lowest.update(W, L_final, final_step)
     if not curves.steps or curves.steps[-1] != final_step:
-        curves.record(final_step, W, L_final)
+        curves.record(final_step, W, L_final, lowest)
     return W, n_steps, converged
 
 
@@ -282,26 +248,32 @@ def training_data(X, y):
 def train_restarts(problem: Problem, W, rule, sched: Schedule, curves: Curves, seed):
     """Run :func:`_optimise` and judge the outcome (:mod:`aimlib.gd.checks`).
 
-    Mini-batches are drawn from ``seed``.  Returns ``(W, n_steps, converged, seconds)``.
+    Mini-batches are drawn from ``seed``.  Returns ``(W, n_steps, converged, seconds, lowest)``:
+    ``W`` are the last parameters, or with ``sched.keep == 'lowest'`` those of each restart's
+    lowest training loss, whose :class:`~aimlib.gd.schedule.LowestLoss` is ``lowest`` (else ``None``).
     """
     check_informative(problem.y, sched.tol, problem.beta)
     batches = None if sched.batch_size is None else Batches(problem.n, sched.batch_size, seed,
                                                             get_array_module(W))
-    F0, t0 = penalty(curves.objective, W), time.perf_counter()
+    lowest = LowestLoss() if sched.keep == "lowest" else None
+    lr, F0, t0 = rule.lr, penalty(curves.objective, W), time.perf_counter()
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported by check_finite
-        W, n_steps, converged = _optimise(problem, W, rule, sched, curves, batches)
+        W, n_steps, converged = _optimise(problem, W, rule, sched, curves, batches, lowest)
     seconds = time.perf_counter() - t0
     F0, F1 = F0 + curves.train[0], penalty(curves.objective, W) + curves.train[-1]
     check_outcome(curves, F0, F1, n_steps, converged, rule, sched, problem.beta)
-    return W, n_steps, converged, seconds
+    rule.lr = lr   # the step before any decay, as given
+    return (W if lowest is None else lowest.W), n_steps, converged, seconds, lowest
 
 
-def _result(W, n_steps, converged, seconds: float, curves: Curves, lr: float | None = None) -> GDResult:
+def _result(W, n_steps, converged, seconds: float, lowest: LowestLoss | None, curves: Curves,
+            lr: float | None = None) -> GDResult:
     """Assemble the :class:`GDResult` (host arrays) from the final weights and the curves."""
     objective = curves.objective
     S_hat = objective.matrix(W)
     S_mean = S_hat.mean(axis=0)
     S, has_test = curves.S, curves.test is not None
+    with_lowest = lowest is not None and S is not None
     return GDResult(
         W=to_host(W), S_hat=to_host(S_hat), S_mean=to_host(S_mean),
         steps=np.asarray(curves.steps), train_loss=np.array(curves.train).T,
@@ -311,7 +283,11 @@ def _result(W, n_steps, converged, seconds: float, curves: Curves, lr: float | N
         mmse_single=estimation_error(S_hat, S).astype(float) if S is not None else None,
         mmse_averaged=estimation_error(S_mean, S) if S is not None else None,
         n_steps=n_steps, converged=converged, seconds=seconds, eigenvalues=eigenvalues(S_hat),
-        student=objective.student, weight_decay=objective.weight_decay, lr=lr)
+        student=objective.student, weight_decay=objective.weight_decay, lr=lr,
+        keep="last" if lowest is None else "lowest",
+        mmse_lowest_curve=np.array(curves.lowest).T if with_lowest else None,
+        mmse_lowest_averaged_curve=np.array(curves.lowest_averaged) if with_lowest else None,
+        step_lowest=None if lowest is None else np.array(lowest.step))
 
 
 def train_gd(X, y, *, rank: int | None = None, rho: float | None = None, beta: float = 1.0,
@@ -320,7 +296,8 @@ def train_gd(X, y, *, rank: int | None = None, rho: float | None = None, beta: f
              adam_betas=(0.9, 0.999), adam_eps: float = 1e-8, batch_size: int | None = None,
              tol: float = 1e-10, S=None, X_test=None, y_test=None, record_every: int = 10,
              memory_mb: float = MEMORY_MB, student: str = "factorised",
-             weight_decay: float = 0.0, shift: float = 0.0, on_max_iter: str = "return") -> GDResult:
+             weight_decay: float = 0.0, shift: float = 0.0, on_max_iter: str = "return",
+             lr_decay_at: int | None = None, lr_decay: float = 0.1, keep: str = "last") -> GDResult:
     r"""Train ``restarts`` students ``S_hat = W W^T / sqrt(r d)`` (or direct ones) on ``(X, y)`` at once.
 
     Parameters
@@ -364,7 +341,16 @@ def train_gd(X, y, *, rank: int | None = None, rho: float | None = None, beta: f
     X_test, y_test : arrays, optional
         A test set, to record the test loss.
     record_every : int
-        Record the curves every this many steps (and at the last step).
+        Record the curves every this many steps (and at the last step): the errors at the budgets
+        ``0, record_every, 2 record_every, ...`` of one run (``record_every=250``: 250, 500, 1000, ...).
+    lr_decay_at, lr_decay : int or None, float
+        A step decay: ``lr`` is multiplied by ``lr_decay`` in ``(0, 1]`` before the update of step
+        ``lr_decay_at`` in ``[1, steps)`` (``None``: a fixed step; :mod:`aimlib.gd.schedule`).
+    keep : {'last', 'lowest'}
+        Return each restart's last parameters, or those of its lowest full-batch training loss
+        (stopped there; with mini-batches compared at the recording steps); ``'lowest'`` also
+        records ``mmse_lowest_curve``, the errors of the run stopped at its lowest loss up to
+        each recorded step.
     memory_mb : float
         Budget in MiB for the arrays of the run (:func:`memory_estimate`);
         a larger estimate raises ``ValueError`` naming the parameter to lower.
@@ -389,7 +375,7 @@ def train_gd(X, y, *, rank: int | None = None, rho: float | None = None, beta: f
     n, T, d = X.shape
     objective = Objective(student, weight_decay, shift)
     problem = Problem(X, y, check_beta(beta), objective)
-    sched = make_schedule(steps, tol, record_every, batch_size, n, on_max_iter)
+    sched = make_schedule(steps, tol, record_every, batch_size, n, on_max_iter, lr_decay_at, lr_decay, keep)
     init_scale = v.positive("init_scale", init_scale)
     S, test = teacher_and_test(S, X_test, y_test, X)
     init, k, r = _width_and_restarts(init, rank, rho, restarts, d, objective.student)
@@ -399,4 +385,4 @@ def train_gd(X, y, *, rank: int | None = None, rho: float | None = None, beta: f
     check_memory(lambda **s: memory_estimate(**s, itemsize=X.dtype.itemsize), sizes, check_memory_mb(memory_mb))
     W = initial_parameters(init, k, r, seed, init_scale, X, objective.student)
     curves = Curves(None if test is None else Problem(*test, problem.beta, objective), S, objective)
-    return _result(*train_restarts(problem, W, rule, sched, curves, seed), curves, rule.lr)
+    return _result(*train_restarts(problem, W, rule, sched, curves, seed), curves, lr)
