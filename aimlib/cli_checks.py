@@ -17,17 +17,20 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import math
 import re
 
 from . import _validate as v
+from ._lazy import LazyModule
 from ._validate import RHO_RANGE
 from .channels.deep_hardmax import check_residual
 from .channels.hardmax_polytope import THRESHOLD_MAX_T
 from .channels.registry import t_limit
 from .rmt.spectrum import teacher_width
 from .tokens import parse_token_law
+
+gd_memory = LazyModule("aimlib.gd.memory")   # loaded on first use: `se` never loads gd
+gd_checks = LazyModule("aimlib.gd.checks")
 
 __all__ = ["Parser", "Once", "OnceFlag", "Number", "check_numbers", "RANGES", "token_law_type", "check_channel",
            "check_gd", "check_samples", "gd_arguments", "gd_options", "gd_advice"]
@@ -250,7 +253,7 @@ def check_gd(args) -> None:
     _rho_floor([rho])
     n = v.requested_samples(args.alpha, d)
     sizes = dict(restarts=args.restarts, n=n, d=d, T=args.T, **({} if args.rank is None else {"rank": args.rank}))
-    memory_estimate = importlib.import_module("aimlib.gd.memory").memory_estimate   # `se` never loads gd
+    memory_estimate = gd_memory.memory_estimate
 
     def need(restarts, n, d, T, rank=None):  # the default width follows d
         rank = rank or (d if args.student == "direct" else teacher_width(d, rho))
@@ -294,7 +297,7 @@ def gd_options(args) -> dict:
 def gd_advice(args):
     """Within: the advice of gd's failures names the options of this command (``lower --lr``), and only
     those (:data:`aimlib.gd.checks.ADVICE_NAMES`; ``tol``, no option, is left out)."""
-    names = importlib.import_module("aimlib.gd.checks").ADVICE_NAMES   # `se` never loads gd
+    names = gd_checks.ADVICE_NAMES
     token = names.set({k: "--" + k.replace("_", "-") for k in vars(args) if not k.startswith("_") and k != "command"})
     try:
         yield

@@ -3,6 +3,8 @@
 * imports stand at the top of a module, never inside a function or class;
 * an optional package (an extra of ``pyproject.toml``) is imported only through
   ``aimlib._optional.optional_import``;
+* no module imports by name (``importlib``) but ``aimlib._lazy``, the one helper of lazy
+  imports, and ``aimlib._optional``: a hidden import escapes the two rules above;
 * a name with a leading underscore is used only in its own module: none is
   imported from another module, none read as an attribute of an imported module.
 """
@@ -18,6 +20,8 @@ from conftest import ROOT
 SOURCES = sorted((ROOT / "aimlib").rglob("*.py"))
 #: the private modules whose names are the library's shared vocabulary
 SHARED_PRIVATE_MODULES = {"_validate", "_optional"}
+#: the modules that may import by name (``importlib``)
+IMPORTS_BY_NAME = {"aimlib/_lazy.py", "aimlib/_optional.py"}
 
 
 def _tree(path):
@@ -50,6 +54,20 @@ def test_imports_are_at_the_top_and_optional_packages_go_through_one_module(path
             if top in EXTRAS:
                 pytest.fail(f"{_name(path)}:{node.lineno}: imports the optional package {top!r}; "
                             "use aimlib._optional.optional_import")
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=_name)
+def test_no_module_imports_by_name_outside_the_lazy_helper(path):
+    if _name(path) in IMPORTS_BY_NAME:
+        return
+    tree = _tree(path)
+    for node in ast.walk(tree):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                 else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+        hidden = [n for n in names if n.partition(".")[0] == "importlib"]
+        hidden += ["__import__"] if isinstance(node, ast.Name) and node.id == "__import__" else []
+        assert not hidden, (f"{_name(path)}:{node.lineno}: imports by name ({hidden[0]}); bind the module "
+                            "at the top with aimlib._lazy.LazyModule or import_on_demand")
 
 
 def _module_aliases(tree) -> set:

@@ -27,7 +27,6 @@ The building blocks are generic in the mixing matrix ``M`` that a layer's tokens
 """
 from __future__ import annotations
 
-import importlib
 from functools import lru_cache
 from pathlib import Path
 
@@ -36,12 +35,11 @@ import numpy as np
 from .. import _validate as v
 from ..backend import to_host
 from . import hardmax
-from .._lazy import LazyModule
 from ._bivariate import grad_log_bvn, log_bvn_cdf
 from .lambda_tables import (LAMBDA_MAX, cached_table, chebyshev_fit, chebyshev_nodes, lambda_coordinate,
                             lambda_nodes, load_tables, save_tables, table_ready, verify_interpolant)
+from .polytope import sobol_normals
 
-special = LazyModule("scipy.special")   # loaded on first use: `import aimlib.channels` needs no SciPy
 
 __all__ = ["PATTERNS", "ENTRY_VAR", "pattern_matrix", "mixed_functionals", "functionals", "entries",
            "symmetric_matrix", "layer1_terms", "orthant_terms", "mixed_terms", "layer2_terms", "posterior_entries",
@@ -162,10 +160,9 @@ STORED_RESIDUALS = (0.5, 2.0, -0.5, 3.0)
 TABLES = Path(__file__).resolve().parents[1] / "data" / "deep_hardmax_tables.npz"
 
 
-@lru_cache(maxsize=1)
 def _sobol_normals():
-    qmc = importlib.import_module("scipy.stats.qmc")
-    return special.ndtri(qmc.Sobol(d=6, scramble=True, seed=SOBOL_SEED).random_base2(SOBOL_LOG2))
+    """The six normals of the quasi-Monte Carlo average (:func:`~aimlib.channels.polytope.sobol_normals`)."""
+    return sobol_normals(6, 2**SOBOL_LOG2, SOBOL_SEED)
 
 
 def _sobol_omega(lam: float, r: float) -> np.ndarray:

@@ -56,7 +56,6 @@ function of ``q``); ``1/F_out`` is cached as a Chebyshev interpolant in
 """
 from __future__ import annotations
 
-import importlib
 import math
 from functools import lru_cache
 from pathlib import Path
@@ -64,12 +63,11 @@ from pathlib import Path
 import numpy as np
 
 from .. import _validate as v
-from .._lazy import LazyModule
 from ..backend import to_common
 from .base import Channel
+from .polytope import sobol_normals
 from .softmax import Softmax
 
-special = LazyModule("scipy.special")   # loaded on first use: `import aimlib.channels` needs no SciPy
 
 __all__ = ["NoisySoftmax", "log_partition", "g_out", "posterior_mean_u", "fisher", "fisher_direct",
            "fisher_at_q0", "grid_size", "tabulate", "stored_tables"]
@@ -79,6 +77,7 @@ T_HALF = 9.0          # half-width of the inner window, in standard deviations
 STEP_FACTOR = 2.5     # inner step = (smallest feature width) / STEP_FACTOR
 MAX_GRID = 4001       # largest inner grid allowed (beyond: noise too small for this quadrature)
 SOBOL_LOG2 = 11       # 2^11 quasi-random points for F_out
+SOBOL_SEED = 20250601  # the fixed scramble of those points
 CHEB_DEG = 14         # Chebyshev degree of the cached F_out(q)
 _BLOCK = 2_000_000    # elements per work array
 #: shipped coefficients of ``1/F_out`` (:func:`stored_tables`): the noise panel's first curve
@@ -220,11 +219,9 @@ def posterior_mean_u(mu, z, V, beta: float, noise: float):
     return mean
 
 
-@lru_cache(maxsize=1)
 def _sobol_normals():
-    qmc = importlib.import_module("scipy.stats.qmc")
-    pts = qmc.Sobol(d=8, scramble=True, seed=20250601).random_base2(SOBOL_LOG2)
-    return special.ndtri(pts)
+    """The eight normals of the quasi-Monte Carlo average (:func:`~aimlib.channels.polytope.sobol_normals`)."""
+    return sobol_normals(8, 2**SOBOL_LOG2, SOBOL_SEED)
 
 
 def _check_fisher_args(q, Q0, beta, noise):
