@@ -56,7 +56,8 @@ def _residual_matrices(c: float) -> list:
 
 
 def mixing_matrices(c: float, L: int) -> list:
-    """``M_{L-1} = (c I + P_{L-1}) ... (c I + P_1)`` for each of the ``4^(L-1)`` histories (``L >= 2``), ``s_1`` slowest."""
+    """``M_{L-1} = (c I + P_{L-1}) ... (c I + P_1)`` for each of the ``4^(L-1)`` histories (``L >= 2``),
+    ``s_1`` slowest."""
     Ms = _residual_matrices(c)
     for _ in range(L - 2):
         Ms = [R @ M for M in Ms for R in _residual_matrices(c)]

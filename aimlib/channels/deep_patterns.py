@@ -44,7 +44,8 @@ from .polytope import sobol_normals
 __all__ = ["PATTERNS", "ENTRY_VAR", "pattern_matrix", "mixed_functionals", "functionals", "entries",
            "symmetric_matrix", "layer1_terms", "orthant_terms", "mixed_terms", "layer2_terms", "posterior_entries",
            "history_posterior", "pattern_posterior", "entry_products", "fisher_matrix_direct", "fisher_scaled_direct",
-           "oracle_fisher_scaled", "fisher_scaled", "fisher_matrix", "moments_grid", "build_centred", "build_shared", "centred_table", "shared_table",
+           "oracle_fisher_scaled", "fisher_scaled", "fisher_matrix", "moments_grid", "build_centred", "build_shared",
+           "centred_table", "shared_table",
            "tables_ready", "write_tables", "STORED_RESIDUALS"]
 
 #: the four layer-1 sign patterns ``(s_1, s_2)`` of ``T = 2``
@@ -54,7 +55,8 @@ ENTRY_VAR = np.array([2.0, 1.0, 2.0])
 
 
 def pattern_matrix(s1: float, s2: float) -> np.ndarray:
-    """The one-hot layer-1 output ``P`` of the signs: row 1 picks token 1 iff ``s_1 > 0``, row 2 token 2 iff ``s_2 > 0``."""
+    """The one-hot layer-1 output ``P`` of the signs: row 1 picks token 1 iff ``s_1 > 0``, row 2 token 2
+    iff ``s_2 > 0``."""
     return np.array([[1.0, 0.0] if s1 > 0 else [0.0, 1.0], [0.0, 1.0] if s2 > 0 else [1.0, 0.0]])
 
 

@@ -13,7 +13,8 @@ from .softmax_noisy import NoisySoftmax
 __all__ = ["CHANNELS", "PARAMETERS", "MAX_T", "max_t", "t_limit", "make_channel"]
 
 #: the channel names and the parameters each one takes
-PARAMETERS = {"softmax": ("beta", "noise"), "hardmax": ("noise",), "linear": ("noise",), "deep-hardmax": ("c", "layers")}
+PARAMETERS = {"softmax": ("beta", "noise"), "hardmax": ("noise",), "linear": ("noise",),
+              "deep-hardmax": ("c", "layers")}
 #: the channel class each name makes (:func:`make_channel`)
 CHANNELS = {"softmax": Softmax, "hardmax": Hardmax, "linear": Linear, "deep-hardmax": DeepAttention}
 #: the channels whose Bayes side exists up to some ``T`` only: the largest ``T``, and why.  The one
