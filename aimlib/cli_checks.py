@@ -4,9 +4,9 @@ r"""The input rules of the command line (:mod:`aimlib.cli`), applied before any 
   choices included): a repeat is refused, never "the last one wins";
 * a number is finite and in its option's range (:class:`Number`, :func:`check_numbers`);
   ``-inf`` and ``-1e5`` are read as values, so they are refused with the range too;
-* the rules that need several options (:func:`check_channel`: the ``--T`` a channel's Bayes
+* the rules that need several options (:func:`check_channel_options`: the ``--T`` a channel's Bayes
   side supports, ``--noise`` of the hardmax, ``--rho 0``; :func:`check_samples`: ``amp``'s
-  ``n = alpha d^2 >= 1``; :func:`check_gd`: the arrays of ``gd`` with its ``--rank``);
+  ``n = round(alpha d^2) >= 1``; :func:`check_gd`: the arrays of ``gd`` with its ``--rank``);
 * ``gd``'s options reach :func:`aimlib.gd.run_gd` by :func:`gd_options`, and the advice of its
   failures names them (:func:`gd_advice`: ``lower --lr``, not the keyword ``lr``).
 
@@ -32,8 +32,8 @@ from .tokens import parse_token_law
 gd_memory = LazyModule("aimlib.gd.memory")   # loaded on first use: `se` never loads gd
 gd_checks = LazyModule("aimlib.gd.checks")
 
-__all__ = ["Parser", "Once", "OnceFlag", "Number", "check_numbers", "RANGES", "token_law_type", "check_channel",
-           "check_gd", "check_samples", "gd_arguments", "gd_options", "gd_advice"]
+__all__ = ["Parser", "Once", "OnceFlag", "Number", "check_numbers", "RANGES", "token_law_type",
+           "check_channel_options", "check_gd", "check_samples", "gd_arguments", "gd_options", "gd_advice"]
 
 
 class Once(argparse.Action):
@@ -181,7 +181,7 @@ def token_law_type(text: str):
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def check_channel(args, command: str) -> None:
+def check_channel_options(args, command: str) -> None:
     """The rules of ``--channel`` with ``--T``, ``--noise`` and ``--rho`` (``se``, ``threshold``, ``amp``)."""
     ch, rho = args.channel, list(args.rho)
     hardmax_limit = command == "threshold" and ch == "hardmax"
@@ -240,10 +240,11 @@ def _check_deep(args, command: str, rho) -> None:
 
 
 def check_samples(args) -> None:
-    """``amp``: at least one sample, ``n = alpha d^2 >= 1``."""
-    if args.alpha * args.d * args.d < 1:
-        raise ValueError(f"--alpha {args.alpha:g} gives n = alpha d^2 < 1 sample at --d {args.d}: --alpha must be "
-                         f">= 1/d^2 = {1 / args.d**2:.4g} (or raise --d)")
+    """``amp``: at least one sample, ``n = round(alpha d^2) >= 1`` (:func:`aimlib._validate.sample_count`)."""
+    try:
+        v.sample_count(args.alpha, args.d)
+    except ValueError as exc:
+        raise ValueError(f"--alpha {args.alpha:g} at --d {args.d}: {exc} (or raise --d)") from None
 
 
 def check_gd(args) -> None:
