@@ -69,7 +69,7 @@ from .polytope import sobol_normals
 from .softmax import Softmax
 
 
-__all__ = ["NoisySoftmax", "log_partition", "g_out", "posterior_mean_u", "fisher", "fisher_direct",
+__all__ = ["NoisySoftmax", "log_partition", "g_out", "fisher", "fisher_direct",
            "fisher_at_q0", "grid_size", "tabulate", "stored_tables"]
 
 K_ETA = 24            # Gauss-Hermite nodes for the shared variable eta
@@ -202,21 +202,6 @@ def g_out(y, omega, V, beta: float, noise: float):
     xp, mu, z, _, shape, V, beta, noise = _parse(y, omega, V, beta, noise)
     mean, _ = _posterior(mu, z, V, beta, noise, xp)
     return _g_from_shift(mean - mu, V, xp).reshape(shape + (2, 2))
-
-
-def posterior_mean_u(mu, z, V, beta: float, noise: float):
-    r"""``E[u | z]`` for ``u ~ N(mu, V [[3,1],[1,3]])`` and ``z_a = sigma(beta u_a) + N(0, noise/2)``.
-
-    ``mu, z`` of shape ``(n, 2)`` (NumPy or CuPy).
-    """
-    mu = v.finite_array("mu", mu, ndim=2)
-    z = v.finite_array("z", z, ndim=2)
-    if mu.shape[-1] != 2 or z.shape != mu.shape:
-        raise ValueError(f"mu and z must both have shape (n, 2), got {tuple(mu.shape)} and {tuple(z.shape)}")
-    xp, mu, z = to_common(mu, z)
-    mean, _ = _posterior(mu, z, v.positive("V", V), v.positive("beta", beta),
-                         v.positive("noise", noise), xp)
-    return mean
 
 
 def _sobol_normals():

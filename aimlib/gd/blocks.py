@@ -16,7 +16,8 @@ from .. import _validate as v
 from ..model import widths
 from .checks import checked_width
 from .optim import make_optimizer
-from .train import Problem, initial_parameters, make_schedule, teacher_and_test, train_restarts, training_data
+from .train import (TrainingProblem, initial_parameters, make_schedule, teacher_and_test, train_restarts,
+                    training_data)
 
 
 @dataclass
@@ -51,8 +52,9 @@ def block_fit(X, y, S, test, setup: BlockSetup, width: int, seed, beta: float, o
               assemble):
     """Draw ``[W_1 | ... ]`` of total ``width``, train it on ``objective`` and ``assemble`` the result."""
     W = initial_parameters(None, setup.restarts, width, seed, setup.init_scale, X, "factorised")
-    curves = curves_class(None if test is None else Problem(*test, beta, objective), S, objective)
-    return assemble(*train_restarts(Problem(X, y, beta, objective), W, setup.rule, setup.sched, curves, seed), curves)
+    curves = curves_class(None if test is None else TrainingProblem(*test, beta, objective), S, objective)
+    problem = TrainingProblem(X, y, beta, objective)
+    return assemble(*train_restarts(problem, W, setup.rule, setup.sched, curves, seed), curves)
 
 
 def block_widths(ranks, rho, d: int, channel, what: str = "be a pair (r_1, r_2)") -> tuple:
