@@ -97,19 +97,21 @@ def _rounded_samples(alpha: float, d: int) -> int:
     return round(min(alpha * d * d, 1e30))
 
 
-def sample_count(alpha: float, d: int) -> int:
+def sample_count(alpha: float, d: int, *, capped: bool = True) -> int:
     """The number of samples ``n = round(alpha d^2)``: the one sample-count rule of :mod:`aimlib`.
 
     An ``alpha`` that gives no sample (``alpha d^2 <= 1/2``) is refused, not raised to one
     sample, and so is one beyond :data:`N_MAX` samples; the ``ValueError`` names ``alpha``
-    and its range at this ``d``.
+    and its range at this ``d``.  ``capped=False`` leaves the upper end to the memory check
+    that follows (:func:`check_memory`, which names the largest ``alpha`` its budget allows;
+    ``n`` at most ``1e30``).
     """
     alpha, d = positive("alpha", alpha), integer("d", d, minimum=1)
     n = _rounded_samples(alpha, d)
     if n < 1:
         raise ValueError(f"alpha must give at least one sample, n = round(alpha d^2) >= 1: "
                          f"alpha > {0.5 / (d * d):.4g} at d = {d}, got {alpha!r}")
-    if n > N_MAX:
+    if capped and n > N_MAX:
         raise ValueError(f"alpha must be in (0, {N_MAX / (d * d):.4g}] at d = {d} "
                          f"(n = alpha d^2 <= {N_MAX:.0e} samples), got {alpha!r}")
     return n

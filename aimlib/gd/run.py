@@ -58,7 +58,7 @@ def check_run(T, rho, alpha, d, restarts, seed, beta, dtype, n_test, memory_mb, 
     for bad in _NOT_OPTIONS:
         if bad in options:
             raise TypeError(f"{caller} got an unexpected option {bad!r}")
-    v.sample_count(run.alpha, run.d)  # n >= 1 and teacher widths >= 1: refused, not raised to 1
+    v.sample_count(run.alpha, run.d, capped=False)  # n >= 1 and teacher widths >= 1: refused, not raised to 1
     rhos = run.rho if isinstance(run.rho, tuple) else (run.rho,)
     for i, r in enumerate(rhos):
         checked_width(run.d, r, f"rho[{i}]" if len(rhos) > 1 else "rho")
@@ -74,7 +74,7 @@ def check_run_memory(run: RunArgs, estimate):
         return estimate(n, T, d, restarts, _test_size(n, n_test))
 
     alpha, d = run.alpha, run.d
-    n = v.sample_count(alpha, d)
+    n = v.sample_count(alpha, d, capped=False)   # the memory check below names the largest alpha
     sizes = dict(restarts=run.restarts, n=n, d=d, T=run.T, **({} if run.n_test is None else {"n_test": run.n_test}))
     check_memory(need, sizes, run.memory_mb, via={"n": ("alpha", alpha, d * d)})
 
