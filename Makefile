@@ -1,8 +1,9 @@
 # The commands of the README:
 #   make book   bootstrap, then build the book strictly; chapters whose code, library and data
 #               are unchanged since the last `make book` come from the cache .jupyter_cache
-#   make test   bootstrap, then unit tests, the strict book build and the browser tests,
-#               then the unit tests again on the strict CuPy stand-in
+#   make test   bootstrap, then the linter (ruff, configured in pyproject.toml), the unit tests, the
+#               strict book build and the browser tests, then the unit tests again on the strict
+#               CuPy stand-in
 #   make live   serve the built book (building it if missing) with a local kernel server
 #               behind each page's "Live" button, on http://127.0.0.1:8000 (127.0.0.1 only)
 # Also: make lab (chapters as notebooks in JupyterLab), make bench (benchmarks),
@@ -69,6 +70,7 @@ pdf: $(VENV)/.installed
 # quick tests, test_device_path.py among them, already take through the stand-in), which
 # the first run has just passed.
 test: $(VENV)/.installed _vendor/.installed
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
 	AIMLIB_TEST_BACKEND=strict-cupy $(PY) -m pytest -q -m "not slow"
 

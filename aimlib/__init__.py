@@ -40,8 +40,7 @@ cli
 Every subpackage is imported on first access (``aimlib.sweep``, ``from aimlib import amp``), so
 ``import aimlib`` costs milliseconds and a command imports only what it uses.
 """
-import importlib
-
+from ._lazy import import_on_demand
 from .errors import ConvergenceError
 
 __version__ = "0.1.0"
@@ -53,7 +52,7 @@ __all__ = [*_ON_DEMAND, "ConvergenceError", "__version__"]
 def __getattr__(name):
     """Import a submodule of :data:`__all__` on first access (``aimlib.amp``)."""
     if name in _ON_DEMAND:
-        return importlib.import_module(f".{name}", __name__)
+        return import_on_demand(f".{name}", __name__)
     raise AttributeError(f"module 'aimlib' has no attribute {name!r}")
 
 

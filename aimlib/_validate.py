@@ -15,6 +15,9 @@ from .backend import get_array_module
 
 # Width ratios for which every routine of aimlib is tested to full accuracy.
 RHO_RANGE = (1e-4, 1e4)
+#: the noise variances ``Delta`` that :mod:`aimlib.rmt` accepts (tested to full accuracy) and on which a
+#: prior's MMSE is computed; beyond them its leading asymptotics take over (:func:`aimlib.priors.extend_mmse`)
+DELTA_RANGE = (1e-12, 1e12)
 #: Default memory budget (MiB) of the routines that allocate sizes the user chooses: 8 GiB.
 MEMORY_MB = 8192.0
 _MINIMUM = {"T": 2, "d": 2}
@@ -85,9 +88,38 @@ def shortened(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
+#: more samples than this can never be held in memory
+N_MAX = 10**15
+
+
+def _rounded_samples(alpha: float, d: int) -> int:
+    """``round(alpha d^2)`` (Python's ``round``: half to even), capped at ``1e30`` so that it never overflows."""
+    return round(min(alpha * d * d, 1e30))
+
+
+def sample_count(alpha: float, d: int, *, capped: bool = True) -> int:
+    """The number of samples ``n = round(alpha d^2)``: the one sample-count rule of :mod:`aimlib`.
+
+    An ``alpha`` that gives no sample (``alpha d^2 <= 1/2``) is refused, not raised to one
+    sample, and so is one beyond :data:`N_MAX` samples; the ``ValueError`` names ``alpha``
+    and its range at this ``d``.  ``capped=False`` leaves the upper end to the memory check
+    that follows (:func:`check_memory`, which names the largest ``alpha`` its budget allows;
+    ``n`` at most ``1e30``).
+    """
+    alpha, d = positive("alpha", alpha), integer("d", d, minimum=1)
+    n = _rounded_samples(alpha, d)
+    if n < 1:
+        raise ValueError(f"alpha must give at least one sample, n = round(alpha d^2) >= 1: "
+                         f"alpha > {0.5 / (d * d):.4g} at d = {d}, got {alpha!r}")
+    if capped and n > N_MAX:
+        raise ValueError(f"alpha must be in (0, {N_MAX / (d * d):.4g}] at d = {d} "
+                         f"(n = alpha d^2 <= {N_MAX:.0e} samples), got {alpha!r}")
+    return n
+
+
 def requested_samples(alpha: float, d: int) -> int:
-    """``n = round(alpha d^2)`` as a size for a memory check: at least 1, capped at ``1e30`` (an int)."""
-    return max(1, round(min(alpha * d * d, 1e30)))
+    """:func:`sample_count` as a size for a memory check, before its refusals: at least 1, at most ``1e30``."""
+    return max(1, _rounded_samples(alpha, d))
 
 
 def choice(name: str, value, allowed) -> str:
@@ -163,6 +195,18 @@ def streams(seed, count: int, *, start: int = 0) -> list:
             raise TypeError(f"seed: this Generator cannot be split into streams ({exc}); pass an int or "
                             "numpy.random.default_rng(...)") from None
     return [np.random.default_rng(None if seed is None else [seed, start + i]) for i in range(count)]
+
+
+def stream_seeds(seed: int, count: int) -> list:
+    """``count`` independent int seeds from the int ``seed``: ``SeedSequence(seed).spawn(count)``, each
+    child's first 32-bit word.
+
+    For what takes an int seed and is cached on it (the scrambles of the fixed quasi-random
+    point sets of :func:`aimlib.channels.polytope.sobol_points`), where :func:`streams`'
+    Generators cannot serve; never ``seed + k``.
+    """
+    seed, count = integer("seed", seed, minimum=0), integer("count", count, minimum=0)
+    return [int(child.generate_state(1)[0]) for child in np.random.SeedSequence(seed).spawn(count)]
 
 
 class RunStreams(NamedTuple):

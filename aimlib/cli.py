@@ -73,8 +73,8 @@ from . import _validate, state_evolution as se
 from ._optional import MissingDependency
 from .channels import deep_hardmax, make_channel
 from .channels.registry import CHANNELS, capabilities
-from .cli_checks import (RANGES, Once, Parser, check_channel, check_gd, check_numbers, check_samples, gd_advice,
-                         gd_arguments, gd_options, token_law_type)
+from .cli_checks import (RANGES, Once, Parser, check_channel_options, check_gd, check_numbers, check_samples,
+                         gd_advice, gd_arguments, gd_options, token_law_type)
 from .cli_output import columns, fmt, print_gd_row, print_row, print_table, tabulate_with_progress, values
 from .cli_sweep import sweep_arguments, sweep_run
 from .cluster import TLS_HELP, check_scheduler
@@ -127,7 +127,7 @@ def _add_common(p):
 
 def _channel(args):
     """The channel of ``--channel`` and its options, with ``args.rho`` checked against its layers."""
-    check_channel(args, args.command)
+    check_channel_options(args, args.command)
     layers = args.layers if "layers" in capabilities(args.channel).parameters else None
     ch = make_channel(args.channel, beta=args.beta, noise=args.noise, c=args.c, layers=layers)
     L = ch.n_indices
@@ -184,7 +184,7 @@ def _se_run(args) -> int:
 def _deep_onsets(args) -> int:
     """Rows ``layer,alpha_bar``: where each layer's error leaves 1 as ``rho -> 0`` at ``alpha_bar = alpha/rho``
     (:func:`aimlib.channels.deep_hardmax.limit_thresholds`; the same for both teacher families)."""
-    check_channel(args, "threshold")
+    check_channel_options(args, "threshold")
     ch = make_channel(args.channel, c=args.c, layers=args.layers)
     tabulate_with_progress(ch, shared=False)
     onsets = deep_hardmax.limit_thresholds(ch.c, layers=ch.n_indices)
@@ -254,7 +254,8 @@ def _amp_arguments(p):
     p.add_argument("--tol", type=RANGES["tol"], default=None, help="stopping tolerance in (0, 1] (default: GAMP's)")
     p.add_argument("--stop", choices=list(STOPS), default=None, action=_Once,
                    help="stopping rule (default 'window': the distance to the fixed point estimated over a "
-                        "window, a cycle reported as oscillating, exit status 1; 'estimate': the step, the former default)")
+                        "window, a cycle reported as oscillating, exit status 1; 'estimate': the step, the "
+                        "former default)")
     p.add_argument("--tokens-storage", choices=list(STORAGES), default="store", action=_Once,
                    help="store (default) or regenerate: hold no tokens, redraw each chunk of samples in every pass")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",

@@ -4,9 +4,9 @@ r"""The input rules of the command line (:mod:`aimlib.cli`), applied before any 
   choices included): a repeat is refused, never "the last one wins";
 * a number is finite and in its option's range (:class:`Number`, :func:`check_numbers`);
   ``-inf`` and ``-1e5`` are read as values, so they are refused with the range too;
-* the rules that need several options (:func:`check_channel`: the ``--T`` a channel's Bayes
+* the rules that need several options (:func:`check_channel_options`: the ``--T`` a channel's Bayes
   side supports, ``--noise`` of the hardmax, ``--rho 0``; :func:`check_samples`: ``amp``'s
-  ``n = alpha d^2 >= 1``; :func:`check_gd`: the arrays of ``gd`` with its ``--rank``);
+  ``n = round(alpha d^2) >= 1``; :func:`check_gd`: the arrays of ``gd`` with its ``--rank``);
 * ``gd``'s options reach :func:`aimlib.gd.run_gd` by :func:`gd_options`, and the advice of its
   failures names them (:func:`gd_advice`: ``lower --lr``, not the keyword ``lr``).
 
@@ -17,19 +17,22 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import math
 import re
 
 from . import _validate as v
+from ._lazy import LazyModule
 from ._validate import RHO_RANGE
 from .channels.deep_hardmax import check_residual
 from .channels.registry import capabilities, t_limit, threshold_limit
 from .rmt.spectrum import teacher_width
 from .tokens import parse_token_law
 
-__all__ = ["Parser", "Once", "OnceFlag", "Number", "check_numbers", "RANGES", "token_law_type", "check_channel",
-           "check_gd", "check_samples", "gd_arguments", "gd_options", "gd_advice"]
+gd_memory = LazyModule("aimlib.gd.memory")   # loaded on first use: `se` never loads gd
+gd_checks = LazyModule("aimlib.gd.checks")
+
+__all__ = ["Parser", "Once", "OnceFlag", "Number", "check_numbers", "RANGES", "token_law_type",
+           "check_channel_options", "check_gd", "check_samples", "gd_arguments", "gd_options", "gd_advice"]
 
 
 class Once(argparse.Action):
@@ -178,7 +181,7 @@ def token_law_type(text: str):
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def check_channel(args, command: str) -> None:
+def check_channel_options(args, command: str) -> None:
     """The rules of ``--channel`` with ``--T``, ``--noise`` and ``--rho`` (``se``, ``threshold``, ``amp``),
     from what the channel declares (:func:`aimlib.channels.registry.capabilities`)."""
     ch, rho = args.channel, list(args.rho)
@@ -239,10 +242,11 @@ def _check_deep(args, command: str, rho) -> None:
 
 
 def check_samples(args) -> None:
-    """``amp``: at least one sample, ``n = alpha d^2 >= 1``."""
-    if args.alpha * args.d * args.d < 1:
-        raise ValueError(f"--alpha {args.alpha:g} gives n = alpha d^2 < 1 sample at --d {args.d}: --alpha must be "
-                         f">= 1/d^2 = {1 / args.d**2:.4g} (or raise --d)")
+    """``amp``: at least one sample, ``n = round(alpha d^2) >= 1`` (:func:`aimlib._validate.sample_count`)."""
+    try:
+        v.sample_count(args.alpha, args.d)
+    except ValueError as exc:
+        raise ValueError(f"--alpha {args.alpha:g} at --d {args.d}: {exc} (or raise --d)") from None
 
 
 def check_gd(args) -> None:
@@ -252,7 +256,7 @@ def check_gd(args) -> None:
     _rho_floor([rho])
     n = v.requested_samples(args.alpha, d)
     sizes = dict(restarts=args.restarts, n=n, d=d, T=args.T, **({} if args.rank is None else {"rank": args.rank}))
-    memory_estimate = importlib.import_module("aimlib.gd.memory").memory_estimate   # `se` never loads gd
+    memory_estimate = gd_memory.memory_estimate
 
     def need(restarts, n, d, T, rank=None):  # the default width follows d
         rank = rank or (d if args.student == "direct" else teacher_width(d, rho))
@@ -302,7 +306,7 @@ def gd_options(args) -> dict:
 def gd_advice(args):
     """Within: the advice of gd's failures names the options of this command (``lower --lr``), and only
     those (:data:`aimlib.gd.checks.ADVICE_NAMES`; ``tol``, no option, is left out)."""
-    names = importlib.import_module("aimlib.gd.checks").ADVICE_NAMES   # `se` never loads gd
+    names = gd_checks.ADVICE_NAMES
     token = names.set({k: "--" + k.replace("_", "-") for k in vars(args) if not k.startswith("_") and k != "command"})
     try:
         yield

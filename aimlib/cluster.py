@@ -34,8 +34,8 @@ import urllib.parse
 from . import _validate
 from ._optional import optional_import
 
-__all__ = ["CONNECT_TIMEOUT", "CREDENTIALS", "TLS_HELP", "THREAD_VARS", "check_scheduler", "check_workers", "worker_env",
-           "private_scratch", "local_cluster", "remote_security", "dask_client"]
+__all__ = ["CONNECT_TIMEOUT", "CREDENTIALS", "TLS_HELP", "THREAD_VARS", "check_scheduler", "check_workers",
+           "worker_env", "private_scratch", "local_cluster", "remote_security", "dask_client"]
 
 #: how long to wait for the Dask scheduler at an address
 CONNECT_TIMEOUT = "20s"

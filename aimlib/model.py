@@ -203,8 +203,8 @@ def streamed_indices(X: TokenStream, S, *, symmetric: bool = True, memory_mb: fl
     return parts[0] if len(parts) == 1 else get_array_module(parts[0]).concatenate(parts)
 
 
-#: more samples than this can never be held in memory
-N_MAX = 10**15
+#: more samples than this can never be held in memory (:func:`aimlib._validate.sample_count`)
+N_MAX = v.N_MAX
 
 
 def widths(channel, rho) -> tuple:
@@ -217,13 +217,9 @@ def widths(channel, rho) -> tuple:
 
 
 def n_samples(alpha: float, d: int) -> int:
-    """Number of samples ``n = round(alpha d^2)`` (at least 1, at most ``N_MAX``)."""
-    alpha = v.positive("alpha", alpha)
-    d = v.integer("d", d, minimum=1)
-    if alpha * d * d > N_MAX:
-        raise ValueError(f"alpha must be in (0, {N_MAX / (d * d):.4g}] at d = {d} "
-                         f"(n = alpha d^2 <= {N_MAX:.0e} samples), got {alpha!r}")
-    return max(1, int(round(alpha * d * d)))
+    """Number of samples ``n = round(alpha d^2)``, from ``1`` to ``N_MAX``: an ``alpha`` outside
+    is refused (:func:`aimlib._validate.sample_count`, the one rule)."""
+    return v.sample_count(alpha, d)
 
 
 def dataset_bytes(n: int, d: int, T: int, rhos=(1.0,), itemsize: int = 8, *, stored_tokens: bool = True) -> int:

@@ -92,11 +92,6 @@ class TokenLaw:
     params: tuple = ()
     storage: str = "store"
 
-    @property
-    def is_gaussian(self) -> bool:
-        """True for the white Gaussian law of the solvable model."""
-        return self.name == "gaussian"
-
     def to_dict(self) -> dict:
         """The mapping ``{"name": ..., **params}`` (``cov`` as nested lists)."""
         p = {k: (x.tolist() if isinstance(x, np.ndarray) else x) for k, x in self.params}

@@ -86,7 +86,8 @@ def peak_memory(d: int, storage: str, backend: str, alpha: float = 0.1) -> dict:
     n = round(alpha * d * d)
     return dict(machine(), command=" ".join(["python", *cmd[1:]]), d=d, n=n, tokens_storage=storage,
                 peak_rss_mb=kib * 1024 / 1e6, stored_tokens_mb=n * 2 * d * 8 / 1e6, mmse=float(row["mmse"]),
-                iterations=int(row["iterations"]), converged=row["converged"] == "1", gamp_seconds=float(row["seconds"]),
+                iterations=int(row["iterations"]), converged=row["converged"] == "1",
+                gamp_seconds=float(row["seconds"]),
                 se_mmse=state_evolution.solve(alpha, Softmax(), T=2, rho=0.5).mmse)
 
 

@@ -48,7 +48,8 @@ TARGET = {"se, one point": 0.4, "se, 256 points": 0.6}
 
 
 def run_once(args, cwd) -> tuple[float, float, str]:
-    """Wall and processor seconds of one fresh ``python args`` in ``cwd`` (whose ``aimlib`` it imports), and its stdout."""
+    """Wall and processor seconds of one fresh ``python args`` in ``cwd`` (whose ``aimlib`` it imports), and
+    its stdout."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     p = subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True, check=True)

@@ -33,7 +33,8 @@ def _timed(rows, key, fn):
 def main() -> dict:
     ch = DeepAttention(c=0.5)
     rows = {}
-    _timed(rows, "G (2 x 2) by quasi-Monte Carlo, one evaluation (s)", lambda: dp.fisher_matrix_direct(0.5, 1.0, 1.0, 0.5))
+    _timed(rows, "G (2 x 2) by quasi-Monte Carlo, one evaluation (s)",
+           lambda: dp.fisher_matrix_direct(0.5, 1.0, 1.0, 0.5))
     _timed(rows, "oracle G by quasi-Monte Carlo, one evaluation (s)", lambda: dp.oracle_fisher_scaled(0.5, 1, 1.0, 0.5))
     _timed(rows, "centred table for a new c, built once (s)", lambda: dp.build_centred(0.7))
     _timed(rows, "shared (Wishart) table for a new c, built once (s)", lambda: dp.build_shared(0.7))

@@ -1,7 +1,8 @@
 """Tied and untied factorised students on tied and untied teachers (noiseless softmax).
 
 Writes ``book/data/untied_gd_recovery.csv`` (``--d 24``, the default) and
-``book/data/untied_gd_recovery_d100.csv`` (``--d 100``) (chapter "Untied key and query: algorithms and the exact error", section "Students: tied and untied"): one row per student fitted
+``book/data/untied_gd_recovery_d100.csv`` (``--d 100``) (chapter "Untied key and query: algorithms and
+the exact error", section "Students: tied and untied"): one row per student fitted
 by :func:`aimlib.untied.fit_student`, ``rho = 0.5``, ``T = 2``, one teacher of each
 kind (seed 0), tokens from seed 1, two students (seeds 0, 1) per point; ``error`` is
 ``(1/d)||S_hat - S||_F^2`` and ``loss`` the final training loss.  At ``d = 24`` every

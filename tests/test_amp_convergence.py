@@ -280,7 +280,8 @@ def test_an_oscillation_is_reported_never_converged(monkeypatch):
     cycle = iteration.Verdict("oscillating", np.inf, 1.0, 3, 0.25)
     monkeypatch.setattr(iteration.WindowRule, "update", lambda self, step, bound, back=None: cycle)
     with pytest.raises(ConvergenceError, match=r"oscillating at iteration 2: .* 3 iterations before, the "
-                                               r"iterates 0\.25 sqrt\(m\) apart, more than sqrt\(tol\) = 0\.01 .* larger d .* tol >= 0\.062"):
+                                               r"iterates 0\.25 sqrt\(m\) apart, more than sqrt\(tol\) = 0\.01 "
+                                               r".* larger d .* tol >= 0\.062"):
         _run(d=20, stop="window")
     res = _run(d=20, stop="window", on_max_iter="return")
     assert not res["converged"] and res["iterations"] == 2

@@ -245,7 +245,7 @@ _INTERNAL = re.compile(r"\b(q must|Q0|delta must|omega|y must|memory_mb|lr|max_i
       "centred", "--alpha", "0.1"], ["--T", "T = 2 only"]),
     (["amp", "--channel", "deep-hardmax", "--layers", "3", "--rho", "0.5", "0.5", "0.5", "--teachers", "centred",
       "--alpha", "0.1", "--d", "12"], ["--layers 3", "se gives its state evolution"]),
-    (["amp", "--alpha", "1e-300", "--d", "20"], ["--alpha", "n = alpha d^2 < 1", ">= 1/d^2 = 0.0025"]),
+    (["amp", "--alpha", "1e-300", "--d", "20"], ["--alpha", "at least one sample", "alpha > 0.00125 at d = 20"]),
     (["amp", "--damping", "1", "--alpha", "0.1", "--d", "20"], ["--damping", "[0, 1)"]),
     (["amp", "--tokens", '{"name": "sparse", "p": ' + "[" * 3000 + "]" * 3000 + "}", "--alpha", "0.1", "--d", "12"],
      ["--tokens", "nested at most"]),

@@ -1,4 +1,5 @@
-"""Where a downloaded chapter finds the book's files (aimlib.book_folder) and which it reads (book/_ext/aim_notebooks.py)."""
+"""Where a downloaded chapter finds the book's files (aimlib.book_folder) and which it reads
+(book/_ext/aim_notebooks.py)."""
 from __future__ import annotations
 
 import sys
@@ -46,7 +47,8 @@ def test_the_names_a_chapter_reads_are_found_in_its_code():
     nb = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_markdown_cell('prose naming "data/x.csv" is not code'),
         nbformat.v4.new_code_cell('a = np.genfromtxt("data/x.csv")\nb = Path("../sweeps")\n'
-                                  'c = load_results(f"../benchmarks/results/{name}.json")\nsys.path.insert(0, "_code")\n'
+                                  'c = load_results(f"../benchmarks/results/{name}.json")\n'
+                                  'sys.path.insert(0, "_code")\n'
                                   'd = "database"'),
     ])
     assert aim_notebooks.needed(nb) == ["data", "../sweeps", "../benchmarks", "_code"]

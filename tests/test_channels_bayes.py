@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aimlib.channels import Channel, Hardmax, Linear, NoisySoftmax, Softmax, fisher_mc, sample_indices, sample_se_measure
+from aimlib.channels import (Channel, Hardmax, Linear, NoisySoftmax, Softmax, fisher_mc, sample_indices,
+                             sample_se_measure)
 
 Q0, Q = 1.5, 0.9
 V = Q0 - Q

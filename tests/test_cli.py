@@ -219,7 +219,7 @@ def test_import_and_se_load_only_what_they_use():
     p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     after_import, after_se = (ast.literal_eval(line) for line in p.stdout.splitlines())
-    assert after_import == ["aimlib.errors"]
+    assert after_import == ["aimlib._lazy", "aimlib.errors"]   # the on-demand import helper
     heavy = ("scipy.special", "scipy.stats", "scipy.integrate", "scipy.interpolate", "scipy.optimize",
              "aimlib.amp", "aimlib.gd", "aimlib.sweep", "aimlib.convex", "aimlib.untied")
     assert "aimlib.state_evolution.solve" in after_se

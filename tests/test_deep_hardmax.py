@@ -8,7 +8,7 @@ import pytest
 
 from aimlib import amp, cli, model
 from aimlib import state_evolution as se
-from aimlib.channels import DeepAttention, Hardmax, deep_hardmax as dh, deep_patterns as dp, hardmax
+from aimlib.channels import DeepAttention, deep_hardmax as dh, deep_patterns as dp, hardmax
 from aimlib.channels import lambda_tables as lt, sample_indices, sigma2
 from aimlib.backend import to_host
 from aimlib.priors import Centred
@@ -254,9 +254,13 @@ def test_gamp_rie_on_wishart_teachers_lands_on_its_separable_state_evolution():
         assert run["mmse"][ell - 1] > se.oracle_fixed_point(1.0, ch, ell, T=2, rho=(0.5, 0.5)).mmse
 
 
-def test_the_forward_map_of_hardmax_layers_uses_the_one_layer_channel():
-    h = sample_indices(50, 3, 1.0, 7)
-    assert np.array_equal(DeepAttention(c=0.3)._sigma(h), Hardmax().clean(h))
+def test_a_hardmax_layer_puts_each_rows_one_on_its_largest_index():
+    """The layer's map against the definition, row by row: ``y_ab = 1`` at ``b = argmax_c h_ac``, else 0."""
+    h = to_host(sample_indices(50, 3, 1.0, 7))
+    y = to_host(DeepAttention(c=0.3)._sigma(h))
+    for row, out in zip(h.reshape(-1, 3), y.reshape(-1, 3)):
+        top = max(range(3), key=lambda b: row[b])
+        assert out.tolist() == [1.0 if b == top else 0.0 for b in range(3)]
 
 
 def test_limit_thresholds_are_where_each_layer_leaves_one():

@@ -225,8 +225,6 @@ def test_bad_inputs_name_the_parameter():
         NoisySoftmax(noise=1e-9).g_out(y, np.zeros_like(y), 1.0)
     with pytest.raises(ValueError, match="noise"):
         ns.fisher(0.1, 1.5, 1.0, -0.1)
-    with pytest.raises(ValueError, match="mu and z"):
-        ns.posterior_mean_u(np.zeros((3, 2)), np.zeros((3, 3)), 1.0, 1.0, 0.1)
 
 
 @pytest.mark.slow

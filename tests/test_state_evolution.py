@@ -16,7 +16,8 @@ from conftest import ROOT
 
 
 def alpha_pr_closed(rho, T):
-    """Degrees of freedom counted (book, chapter "The softmax channel"): 2(rho - rho^2/2)/(T^2+T-2), 1/(T^2+T-2) for rho >= 1."""
+    """Degrees of freedom counted (book, chapter "The softmax channel"): 2(rho - rho^2/2)/(T^2+T-2),
+    1/(T^2+T-2) for rho >= 1."""
     return (2 * (rho - rho**2 / 2) if rho < 1 else 1.0) / softmax_k(T)
 
 
@@ -88,12 +89,15 @@ def test_zero_error_beyond_threshold(rho):
 
 
 def test_error_depends_only_on_alpha_bar():
+    """Every ``T`` and ``beta`` solves the one equation of ``alpha_bar = alpha (T^2 + T - 2)``,
+    ``V = mmse_S(V / alpha_bar)`` (book, chapter "The softmax channel"), checked on the Wishart MMSE of
+    aimlib.rmt, not through the state evolution; below the threshold (0.75 here) ``V > 0``, above ``V = 0``."""
     abar = np.linspace(0.01, 0.7, 15)
-    ref = se.curve(abar / softmax_k(2), T=2, rho=0.5).mmse
-    for T in (3, 4, 6):
+    for T in (2, 3, 4, 6):
         for beta in (0.3, 4.0):
-            c = se.curve(abar / softmax_k(T), "softmax", T=T, rho=0.5, beta=beta)
-            assert np.allclose(c.mmse, ref, atol=1e-9)
+            V = se.curve(abar / (T * T + T - 2), "softmax", T=T, rho=0.5, beta=beta).mmse
+            assert np.all(V > 0)
+            assert np.allclose(V, [rmt.mmse(x / a, 0.5) for x, a in zip(V, abar)], rtol=1e-8, atol=1e-12)
 
 
 def test_rho_infinity_line():
@@ -161,9 +165,9 @@ def test_curve_table_far_points_are_their_own_roots():
         assert V == pytest.approx(solve_closed(abar, prior.mmse, prior.zero_slope(), None, 1e-14)[0], rel=1e-11)
 
 def test_linear_channels():
-    # noiseless identity: alpha_bar = T (T + 1) alpha
+    # noiseless identity: F_out = T (T + 1)/V, so V = mmse(V / (alpha T (T + 1))), on aimlib.rmt's MMSE
     a = se.solve(0.05, "linear", T=3, rho=0.5).mmse
-    assert a == pytest.approx(se.solve(0.05 * 12 / 4, "softmax", T=2, rho=0.5).mmse, abs=1e-10)
+    assert 0 < a and a == pytest.approx(rmt.mmse(a / (0.05 * 12), 0.5), rel=1e-8)
     # noisy identity, iterated: V = mmse(1 / (alpha T(T+1) / (V + noise/2)))
     r = se.solve(0.1, Linear(noise=0.2), T=2, rho=0.5, damping=0.2)
     assert r.method == "iterate"
@@ -237,7 +241,8 @@ def test_generalization_error_t2_closed_limit():
 
     Q0, beta = 1.5, 1.3
     s = math.sqrt(3 * Q0)
-    f = lambda u, p: (1 / (1 + math.exp(-beta * u))) ** p * math.exp(-u * u / (2 * s * s)) / (s * math.sqrt(2 * math.pi))  # noqa: E731
+    f = lambda u, p: ((1 / (1 + math.exp(-beta * u))) ** p  # noqa: E731
+                      * math.exp(-u * u / (2 * s * s)) / (s * math.sqrt(2 * math.pi)))
     m1 = quad(f, -60, 60, args=(1,))[0]
     m2 = quad(f, -60, 60, args=(2,))[0]
     assert se.generalization_error(0.0, Q0, 2, beta=beta) == pytest.approx(2 * (m2 - m1 * m1), rel=1e-9)

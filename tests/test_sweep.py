@@ -718,8 +718,8 @@ def test_load_results_gives_the_rows_in_spec_order():
 
 def test_files_of_earlier_headers_are_read_and_rewritten_with_reason(tmp_path):
     """A file without the column ``reason`` (as every committed file written before it, such as
-    sweeps/amp_finite_size.csv) is read with that field empty; a sweep that writes to it rewrites it with the current header, its rows kept, and new amp rows
-    say why they ended."""
+    sweeps/amp_finite_size.csv) is read with that field empty; a sweep that writes to it rewrites it with the
+    current header, its rows kept, and new amp rows say why they ended."""
     from aimlib.sweep.store import COLUMNS, OLD_COLUMNS
     committed = ROOT / "sweeps" / "amp_finite_size.csv"
     assert committed.read_text().splitlines()[0] in [",".join(cols) for cols in OLD_COLUMNS]

@@ -1,4 +1,5 @@
-"""Regenerated tokens (``storage='regenerate'``, :class:`aimlib.tokens.TokenStream`): the same numbers as stored ones."""
+"""Regenerated tokens (``storage='regenerate'``, :class:`aimlib.tokens.TokenStream`): the same numbers as
+stored ones."""
 from __future__ import annotations
 
 import numpy as np

@@ -6,6 +6,9 @@ import numpy as np
 import pytest
 
 from aimlib import untied as u
+from aimlib.amp import gamp_rie
+from aimlib.channels import UntiedSoftmax
+from aimlib.priors import Gaussian
 
 # ------------------------------------------------------------------ channel step
 
@@ -223,3 +226,14 @@ def test_committed_runs_are_reproduced():
     r = u.run_untied_gamp(0.2, 2, 100, 0.5, seed=1, backend="numpy", max_iter=400, tol=1e-6)
     assert (r.errors[0], r.errors[1], r.iterations) == pytest.approx((row["E_A"], row["E_B"], row["iterations"]),
                                                                      rel=1e-6)
+
+
+def test_gamp_rie_with_a_square_prior_returns_the_square_estimate():
+    """GAMP-RIE on untied key and query estimates a square ``S``: its ``S_hat`` is not symmetric (as
+    ``AMPResult`` documents), and its antisymmetric part is the teacher's, not zero."""
+    X, y, S = _data(d=16, n=200)
+    res = gamp_rie(X, y, UntiedSoftmax(), Gaussian(symmetric=False), S=S, max_iter=6, on_max_iter="return",
+                   stop="prediction", resolution=0.0)
+    B_hat, B = (res.S_hat - res.S_hat.T) / 2, (S - S.T) / 2
+    assert res.S_hat.shape == (16, 16) and np.linalg.norm(B_hat) > 0.1 * np.linalg.norm(res.S_hat)
+    assert np.sum(B_hat * B) > 0

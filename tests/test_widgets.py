@@ -76,9 +76,14 @@ def test_se_panel_data_match_state_evolution(se_p):
     p = data["params"]
     assert (p["rho"], p["T"], p["lo"], p["hi"]) == (0.3, 3, 0.002, 0.5)
     assert np.allclose(data["alpha"], np.linspace(0.002, 0.5, len(data["alpha"])))
-    direct = se.curve(data["alpha"], "softmax", T=3, rho=0.3).mmse
-    np.testing.assert_allclose(data["mmse"], direct, atol=1e-9)
-    assert data["alpha_pr"] == pytest.approx(se.perfect_recovery_threshold(0.3, 3))
+    # against the softmax's equation, not the state evolution's code: V = mmse_S(V / (alpha (T^2 + T - 2)))
+    # below the counting threshold 2 (rho - rho^2/2) / (T^2 + T - 2), V = 0 above it
+    alpha, V, k = np.asarray(data["alpha"]), np.asarray(data["mmse"]), 10
+    assert data["alpha_pr"] == pytest.approx(2 * (0.3 - 0.3**2 / 2) / k, rel=1e-6)
+    below = alpha < data["alpha_pr"]
+    assert np.all(V[below] > 0) and np.all(V[~below] == 0)
+    np.testing.assert_allclose(V[below], [rmt.mmse(x / (a * k), 0.3) for x, a in zip(V[below], alpha[below])],
+                               rtol=1e-8)
     assert data["alpha_wr"] is None
     old, new = _changes(se_p, "yscale", "log")
     assert new != old

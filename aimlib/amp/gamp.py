@@ -32,7 +32,8 @@ class AMPResult:
     Attributes
     ----------
     S_hat : numpy.ndarray of shape (d, d), or (L, d, d)
-        Final estimate (host array, symmetric).
+        Final estimate (host array): symmetric for a symmetric prior, a square matrix of two
+        sectors for a square one (untied key and query, ``prior.symmetric`` is ``False``).
     mmse : float, tuple or None
         Estimation error ``(1/d) ||S_hat - S||_F^2`` if the teacher ``S`` was given.
     m : float or tuple
@@ -249,7 +250,8 @@ def gamp_rie(X, y, channel: Channel, rho, *, S=None, damping: float = 0.5, max_i
                          "damping, or loosen tol", on_max_iter)
     floor = max(rules.resolution, rules.m_floor, float(np.sqrt(np.finfo(p.dtype).eps)))
     err = _check_result(p, S_hat, m, xp, floor, stalled, capped=not converged)
-    return AMPResult(S_hat=to_host(S_hat[0] if L == 1 else xp.stack(S_hat)), mmse=None if err is None else pack_layers(err),
+    return AMPResult(S_hat=to_host(S_hat[0] if L == 1 else xp.stack(S_hat)),
+                     mmse=None if err is None else pack_layers(err),
                      m=pack_layers(m), V=pack_layers([Vl[0] if len(Vl) == 1 else Vl for Vl in V]),
                      delta=pack_layers(delta), iterations=t, converged=converged,
                      reason="perfect" if stalled else reason, trace=rec.rec, seconds=seconds,
@@ -267,8 +269,9 @@ def _oscillation(verdict, rules, t, m, damping) -> str:
     return (f"GAMP-RIE is oscillating at iteration {t}: {how}, the iterates {verdict.amplitude:.3g} sqrt(m) apart, "
             f"more than sqrt(tol) = {math.sqrt(rules.tol):.3g} (m={pack_layers(m)}); it has not converged. At small "
             f"d GAMP-RIE's iterates need not have a fixed point (a larger d narrows the spread; so may a larger "
-            f"damping, now {damping:g}); " + (f"to accept that spread, tol >= {verdict.amplitude ** 2:.2g} (its square)"
-                                               if verdict.amplitude < 1 else "no tolerance accepts a spread beyond sqrt(m)"))
+            f"damping, now {damping:g}); "
+            + (f"to accept that spread, tol >= {verdict.amplitude ** 2:.2g} (its square)"
+               if verdict.amplitude < 1 else "no tolerance accepts a spread beyond sqrt(m)"))
 
 
 def _init_m(p, init_m):

@@ -43,7 +43,8 @@ class Problem:
 
 
 def _teachers(name, S, priors, d, xp, dt):
-    """``S`` (``(d, d)`` or ``(L, d, d)``) as a list of ``L`` device matrices (symmetric where the prior is), or None."""
+    """``S`` (``(d, d)`` or ``(L, d, d)``) as a list of ``L`` device matrices (symmetric where the prior is),
+    or None."""
     if S is None:
         return None
     S = v.finite_array(name, S)

@@ -51,8 +51,10 @@ from ..model import indices_from_factors
 __all__ = ["channel_step", "channel_sums", "prior_step", "onsager_rows", "diagonal_rows", "estimate_indices",
            "DELTA_MIN", "chunk_size_for"]
 
-#: below this, Delta is zero for every purpose (aimlib.rmt accepts >= 1e-12)
-DELTA_MIN = 1e-11
+#: the prior step's noise floor: a layer whose every ``Delta`` is below this is observed exactly and keeps
+#: ``R`` (ten times the smallest noise that aimlib.rmt and the priors accept, ``_validate.DELTA_RANGE``).
+#: A floor on a noise, not on an error: GAMP-RIE's ``m_floor`` is the error below which a run is perfect
+DELTA_MIN = 10 * v.DELTA_RANGE[0]
 
 
 def chunk_size_for(T: int, d: int, itemsize: int, memory_mb: float) -> int:

@@ -24,7 +24,8 @@ One module per channel, each holding both (book chapter in brackets):
 * :mod:`~aimlib.channels.registry` -- channels by name (:func:`make_channel`);
 * :mod:`~aimlib.channels.check` -- the contract check any new channel runs (:func:`check_channel`).
 """
-from . import base, check, deep_hardmax, deep_histories, deep_moments, deep_patterns, hardmax, heads, linear, registry, softmax, softmax_noisy, untied_softmax
+from . import (base, check, deep_hardmax, deep_histories, deep_moments, deep_patterns, hardmax, heads, linear,
+               registry, softmax, softmax_noisy, untied_softmax)
 from .base import Channel, fisher_mc, sample_indices, sample_se_measure, sigma2
 from .check import check_channel
 from .deep_hardmax import DeepAttention
@@ -40,5 +41,6 @@ __all__ = ["Channel", "Softmax", "NoisySoftmax", "Hardmax", "Linear", "DeepAtten
            "ConcatenatedSoftmax", "UntiedSoftmax",
            "make_channel", "CHANNELS", "check_channel",
            "row_softmax", "softmax_k", "sigma2", "sample_indices", "sample_se_measure", "fisher_mc",
-           "base", "linear", "softmax", "softmax_noisy", "hardmax", "deep_hardmax", "deep_histories", "deep_moments", "deep_patterns", "heads",
+           "base", "linear", "softmax", "softmax_noisy", "hardmax", "deep_hardmax", "deep_histories", "deep_moments",
+           "deep_patterns", "heads",
            "registry", "untied_softmax", "check"]

@@ -45,12 +45,13 @@ gradient descent and the convex route), ``tabulated``, ``has_oracle`` and
 """
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
 
 from .. import _validate as v
+from .._lazy import LazyModule
 from ..backend import get_array_module, to_common
+
+integrate = LazyModule("scipy.integrate")   # loaded on first use: `se` never needs it
 
 __all__ = ["Channel", "sigma2", "sample_indices", "sample_se_measure", "fisher_mc"]
 
@@ -262,7 +263,7 @@ class Channel:
         the segment from ``0`` to ``q``: ``(1/4) int_0^1 sum_l q_l F_l(t q) dt``.
         """
         q, Q0, T, _ = self._fisher_args(q, Q0, T)
-        quad = importlib.import_module("scipy.integrate").quad   # loaded here: `se` never needs it
+        quad = integrate.quad
         if self.n_indices == 1:
             val, _ = quad(lambda s: self.fisher(s, Q0, T), 0.0, q, limit=200)
         else:

@@ -1,4 +1,5 @@
-r"""Attention layers as one AIM: the forward map of ``L`` layers, the Bayes side of two or three hardmax layers (``T = 2``).
+r"""Attention layers as one AIM: the forward map of ``L`` layers, the Bayes side of two or three hardmax
+layers (``T = 2``).
 
 The network (book, chapter "Deep attention"): layer 1 mixes the
 tokens, ``X_1 = M X`` with ``M = c I + sigma(h^(1))`` (``c`` the residual
@@ -149,7 +150,8 @@ class DeepAttention(Channel):
         return q, Q0, np.array(V)
 
     def fisher(self, q, Q0, T):
-        r"""``(F_1, F_2) = (F~_1/V_1, F~_2/V_2)`` at ``lambda_l = q_l/V_l`` (:func:`~aimlib.channels.deep_patterns.fisher_scaled`).
+        r"""``(F_1, F_2) = (F~_1/V_1, F~_2/V_2)`` at ``lambda_l = q_l/V_l``
+        (:func:`~aimlib.channels.deep_patterns.fisher_scaled`).
 
         Two layers, independent estimates (centred teachers), where the cross term vanishes: the
         exact state evolution.  Tabulated for ``lambda_l <= LAMBDA_MAX``, that is
@@ -247,7 +249,8 @@ class DeepAttention(Channel):
         return self._moments(q, V, s)
 
     def oracle_fisher(self, layer: int, q: float, Q0, T, shared=(0.0, 0.0)) -> float:
-        r"""``F`` of layer ``layer`` for the oracle given the other teacher: ``F~ / V`` (:func:`~aimlib.channels.deep_patterns.oracle_fisher_scaled`).
+        r"""``F`` of layer ``layer`` for the oracle given the other teacher: ``F~ / V``
+        (:func:`~aimlib.channels.deep_patterns.oracle_fisher_scaled`).
 
         ``q`` is the layer's overlap, ``Q0`` both layers' second moments, ``shared`` their known
         parts: the layer's estimate and the known index ``h_o`` (variance ``Q0_o``) share

@@ -26,19 +26,16 @@ attention"), so the layers' state evolution is GAMP-RIE's with one denoiser per 
 """
 from __future__ import annotations
 
-import importlib
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
-from .._lazy import LazyModule
 from .deep_patterns import (ENTRY_VAR, PATTERNS, entries, entry_products, history_posterior, layer1_terms, mixed_terms,
                             pattern_matrix, posterior_entries, symmetric_matrix)
 from .lambda_tables import (LAMBDA_MAX, cached_table, chebyshev_fit, lambda_coordinate, lambda_nodes, load_tables,
                             save_tables, table_ready, verify_interpolant)
-
-special = LazyModule("scipy.special")   # loaded on first use: `import aimlib.channels` needs no SciPy
+from .polytope import sobol_normals
 
 __all__ = ["history_terms", "extend_histories", "prefix_terms", "log_z_and_g", "mixing_matrices",
            "fisher_matrix3_direct", "moments_grid3", "build_tables3", "table3", "tables_ready3",
@@ -59,7 +56,8 @@ def _residual_matrices(c: float) -> list:
 
 
 def mixing_matrices(c: float, L: int) -> list:
-    """``M_{L-1} = (c I + P_{L-1}) ... (c I + P_1)`` for each of the ``4^(L-1)`` histories (``L >= 2``), ``s_1`` slowest."""
+    """``M_{L-1} = (c I + P_{L-1}) ... (c I + P_1)`` for each of the ``4^(L-1)`` histories (``L >= 2``),
+    ``s_1`` slowest."""
     Ms = _residual_matrices(c)
     for _ in range(L - 2):
         Ms = [R @ M for M in Ms for R in _residual_matrices(c)]
@@ -108,10 +106,9 @@ def log_z_and_g(c: float, t, omega, V):
 
 # -- F~ of three layers: deterministic quasi-Monte Carlo over omega, exact sum over the outputs --
 
-@lru_cache(maxsize=2)
 def _sobol_normals3(log2: int) -> np.ndarray:
-    qmc = importlib.import_module("scipy.stats.qmc")
-    return special.ndtri(qmc.Sobol(d=9, scramble=True, seed=SOBOL3_SEED).random_base2(log2))
+    """The nine normals of ``2^log2`` points (:func:`~aimlib.channels.polytope.sobol_normals`)."""
+    return sobol_normals(9, 2**log2, SOBOL3_SEED)
 
 
 def _omega3(lam: float, ell: int, sobol_log2: int) -> np.ndarray:

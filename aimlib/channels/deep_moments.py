@@ -8,8 +8,10 @@ assumes.  Under that law, with the weights of the state evolution
 (``2 sum_{a<=b} Sigma_ab``, as in ``F``),
 
 .. math::  F_{ll'} = 2\sum_{a\le b}\Sigma_{ab}\,\mathbb E[g_{l,ab}\,g_{l',ab}],\quad
-           \Gamma_{ll'} = 2\sum_{a\le b}\Sigma_{ab}\,\mathbb E\Big[\frac{\partial g_{l,ab}}{\partial h_{l',ab}}\Big],\quad
-           \Lambda_{ll'} = 2\sum_{a\le b}\Sigma_{ab}\,\mathbb E\Big[\frac{\partial g_{l,ab}}{\partial \omega_{l',ab}}\Big].
+           \Gamma_{ll'} = 2\sum_{a\le b}\Sigma_{ab}\,
+               \mathbb E\Big[\frac{\partial g_{l,ab}}{\partial h_{l',ab}}\Big],\quad
+           \Lambda_{ll'} = 2\sum_{a\le b}\Sigma_{ab}\,
+               \mathbb E\Big[\frac{\partial g_{l,ab}}{\partial \omega_{l',ab}}\Big].
 
 The backward pass reads ``B = alpha (Gamma S + Lambda S_hat) + noise``, so the input of the
 layers' denoisers is ``R = F^{-1} Gamma S + (I + F^{-1} Lambda) S_hat + noise``: the *mixing*

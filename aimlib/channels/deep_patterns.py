@@ -27,7 +27,6 @@ The building blocks are generic in the mixing matrix ``M`` that a layer's tokens
 """
 from __future__ import annotations
 
-import importlib
 from functools import lru_cache
 from pathlib import Path
 
@@ -36,17 +35,17 @@ import numpy as np
 from .. import _validate as v
 from ..backend import to_host
 from . import hardmax
-from .._lazy import LazyModule
 from ._bivariate import grad_log_bvn, log_bvn_cdf
 from .lambda_tables import (LAMBDA_MAX, cached_table, chebyshev_fit, chebyshev_nodes, lambda_coordinate,
                             lambda_nodes, load_tables, save_tables, table_ready, verify_interpolant)
+from .polytope import sobol_normals
 
-special = LazyModule("scipy.special")   # loaded on first use: `import aimlib.channels` needs no SciPy
 
 __all__ = ["PATTERNS", "ENTRY_VAR", "pattern_matrix", "mixed_functionals", "functionals", "entries",
            "symmetric_matrix", "layer1_terms", "orthant_terms", "mixed_terms", "layer2_terms", "posterior_entries",
            "history_posterior", "pattern_posterior", "entry_products", "fisher_matrix_direct", "fisher_scaled_direct",
-           "oracle_fisher_scaled", "fisher_scaled", "fisher_matrix", "moments_grid", "build_centred", "build_shared", "centred_table", "shared_table",
+           "oracle_fisher_scaled", "fisher_scaled", "fisher_matrix", "moments_grid", "build_centred", "build_shared",
+           "centred_table", "shared_table",
            "tables_ready", "write_tables", "STORED_RESIDUALS"]
 
 #: the four layer-1 sign patterns ``(s_1, s_2)`` of ``T = 2``
@@ -56,7 +55,8 @@ ENTRY_VAR = np.array([2.0, 1.0, 2.0])
 
 
 def pattern_matrix(s1: float, s2: float) -> np.ndarray:
-    """The one-hot layer-1 output ``P`` of the signs: row 1 picks token 1 iff ``s_1 > 0``, row 2 token 2 iff ``s_2 > 0``."""
+    """The one-hot layer-1 output ``P`` of the signs: row 1 picks token 1 iff ``s_1 > 0``, row 2 token 2
+    iff ``s_2 > 0``."""
     return np.array([[1.0, 0.0] if s1 > 0 else [0.0, 1.0], [0.0, 1.0] if s2 > 0 else [1.0, 0.0]])
 
 
@@ -162,10 +162,9 @@ STORED_RESIDUALS = (0.5, 2.0, -0.5, 3.0)
 TABLES = Path(__file__).resolve().parents[1] / "data" / "deep_hardmax_tables.npz"
 
 
-@lru_cache(maxsize=1)
 def _sobol_normals():
-    qmc = importlib.import_module("scipy.stats.qmc")
-    return special.ndtri(qmc.Sobol(d=6, scramble=True, seed=SOBOL_SEED).random_base2(SOBOL_LOG2))
+    """The six normals of the quasi-Monte Carlo average (:func:`~aimlib.channels.polytope.sobol_normals`)."""
+    return sobol_normals(6, 2**SOBOL_LOG2, SOBOL_SEED)
 
 
 def _sobol_omega(lam: float, r: float) -> np.ndarray:

@@ -30,7 +30,6 @@ dimension less, computed by the same rule).
 """
 from __future__ import annotations
 
-import importlib
 from functools import lru_cache
 
 import numpy as np
@@ -38,8 +37,9 @@ import numpy as np
 from .._lazy import LazyModule
 
 special = LazyModule("scipy.special")   # loaded on first use: `import aimlib.channels` needs no SciPy
+qmc = LazyModule("scipy.stats.qmc")     # loaded when a point set is first drawn
 
-__all__ = ["sobol_points", "Cone", "QMC_POINTS", "SOBOL_SEED"]
+__all__ = ["sobol_points", "sobol_normals", "Cone", "QMC_POINTS", "SOBOL_SEED"]
 
 #: default number of quasi-Monte Carlo points of one cone probability
 QMC_POINTS = 1024
@@ -58,16 +58,26 @@ def sobol_points(dim: int, n: int, seed: int | None = None) -> np.ndarray:
     """A fixed scrambled Sobol point set of ``n`` points in ``(0, 1)^dim`` (cached, read-only).
 
     ``n`` is rounded up to a power of two; the scramble is seeded with ``seed``, by default
-    :data:`SOBOL_SEED` ``+ dim``.  (``scipy.stats.qmc`` is imported here, on first use.)
+    :data:`SOBOL_SEED` ``+ dim``.  The first ``k`` points of a set are the first ``k`` of
+    every larger one with the same seed.  (``scipy.stats.qmc`` is imported on first use.)
     """
     if dim == 0:
         return np.zeros((1, 0))
-    qmc = importlib.import_module("scipy.stats.qmc")
     m = int(np.ceil(np.log2(max(n, 2))))
     pts = qmc.Sobol(dim, scramble=True, seed=SOBOL_SEED + dim if seed is None else seed).random_base2(m)
     pts = np.clip(pts, 1e-15, 1 - 1e-15)
     pts.setflags(write=False)
     return pts
+
+
+@lru_cache(maxsize=8)
+def sobol_normals(dim: int, n: int, seed: int | None = None) -> np.ndarray:
+    """Standard normal quasi-random draws ``Phi^{-1}(w)`` on :func:`sobol_points` ``(dim, n, seed)``
+    (``2^ceil(log2 n)`` rows, cached, read-only): the one Sobol set of every channel's
+    quasi-Monte Carlo average."""
+    z = special.ndtri(sobol_points(dim, n, seed))
+    z.setflags(write=False)
+    return z
 
 
 def _factor(C):

@@ -23,17 +23,15 @@ With label noise the output no longer pins ``h`` to a line:
 """
 from __future__ import annotations
 
-import importlib
 import math
 
 import numpy as np
 
 from .. import _validate as v
-from .._lazy import LazyModule
 from ..backend import get_array_module
 from .base import Channel, sigma2
+from .polytope import sobol_normals
 
-special = LazyModule("scipy.special")   # loaded on first use: `import aimlib.channels` needs no SciPy
 
 __all__ = ["SoftmaxMap", "Softmax", "row_softmax", "softmax_k", "check_beta", "BETA_MAX"]
 
@@ -176,7 +174,8 @@ class Softmax(SoftmaxMap):
         function of ``u = h_11 - h_12 ~ N(mu, 3V)``, ``mu ~ N(0, 3q)``, and
         ``E_gen = 2 E_mu Var(sigmoid(beta u))`` by nested trapezoid rules (steps
         adapted to the sigmoid's poles at distance ``pi/beta``; about ``1e-12``
-        relative).  ``T >= 3``: scrambled Sobol points (fixed ``seed``; ``n_qmc // 4``
+        relative).  ``T >= 3``: scrambled Sobol points (two scrambles from the fixed
+        ``seed``, :func:`aimlib._validate.stream_seeds`; ``n_qmc // 4``
         outer ``omega`` times ``n_qmc`` inner ``h``; about ``1e-3`` relative).
         """
         q, Q0, T, V = self._fisher_args(q, Q0, T)
@@ -215,9 +214,9 @@ def _gen_error_qmc(q, V, T, b, n_qmc, seed):
     """``E_omega tr Cov(softmax(b h_1.) | omega)`` over scrambled Sobol points (``T >= 3``)."""
     n_out, n_in = max(64, n_qmc // 4), n_qmc
     scale = np.sqrt(np.r_[2.0, np.ones(T - 1)])
-    qmc = importlib.import_module("scipy.stats.qmc")
-    z_out = special.ndtri(qmc.Sobol(d=T, scramble=True, seed=seed).random(n_out))
-    z_in = special.ndtri(qmc.Sobol(d=T, scramble=True, seed=seed + 1).random(n_in))
+    seed_out, seed_in = v.stream_seeds(seed, 2)          # two independent scrambles
+    z_out = sobol_normals(T, n_out, seed_out)[:n_out]
+    z_in = sobol_normals(T, n_in, seed_in)[:n_in]
     omega = math.sqrt(q) * z_out * scale
     fluct = math.sqrt(V) * z_in * scale
     var = np.empty(n_out)

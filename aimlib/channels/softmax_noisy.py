@@ -56,7 +56,6 @@ function of ``q``); ``1/F_out`` is cached as a Chebyshev interpolant in
 """
 from __future__ import annotations
 
-import importlib
 import math
 from functools import lru_cache
 from pathlib import Path
@@ -64,14 +63,13 @@ from pathlib import Path
 import numpy as np
 
 from .. import _validate as v
-from .._lazy import LazyModule
 from ..backend import to_common
 from .base import Channel
+from .polytope import sobol_normals
 from .softmax import Softmax
 
-special = LazyModule("scipy.special")   # loaded on first use: `import aimlib.channels` needs no SciPy
 
-__all__ = ["NoisySoftmax", "log_partition", "g_out", "posterior_mean_u", "fisher", "fisher_direct",
+__all__ = ["NoisySoftmax", "log_partition", "g_out", "fisher", "fisher_direct",
            "fisher_at_q0", "grid_size", "tabulate", "stored_tables"]
 
 K_ETA = 24            # Gauss-Hermite nodes for the shared variable eta
@@ -79,6 +77,7 @@ T_HALF = 9.0          # half-width of the inner window, in standard deviations
 STEP_FACTOR = 2.5     # inner step = (smallest feature width) / STEP_FACTOR
 MAX_GRID = 4001       # largest inner grid allowed (beyond: noise too small for this quadrature)
 SOBOL_LOG2 = 11       # 2^11 quasi-random points for F_out
+SOBOL_SEED = 20250601  # the fixed scramble of those points
 CHEB_DEG = 14         # Chebyshev degree of the cached F_out(q)
 _BLOCK = 2_000_000    # elements per work array
 #: shipped coefficients of ``1/F_out`` (:func:`stored_tables`): the noise panel's first curve
@@ -205,26 +204,9 @@ def g_out(y, omega, V, beta: float, noise: float):
     return _g_from_shift(mean - mu, V, xp).reshape(shape + (2, 2))
 
 
-def posterior_mean_u(mu, z, V, beta: float, noise: float):
-    r"""``E[u | z]`` for ``u ~ N(mu, V [[3,1],[1,3]])`` and ``z_a = sigma(beta u_a) + N(0, noise/2)``.
-
-    ``mu, z`` of shape ``(n, 2)`` (NumPy or CuPy).
-    """
-    mu = v.finite_array("mu", mu, ndim=2)
-    z = v.finite_array("z", z, ndim=2)
-    if mu.shape[-1] != 2 or z.shape != mu.shape:
-        raise ValueError(f"mu and z must both have shape (n, 2), got {tuple(mu.shape)} and {tuple(z.shape)}")
-    xp, mu, z = to_common(mu, z)
-    mean, _ = _posterior(mu, z, v.positive("V", V), v.positive("beta", beta),
-                         v.positive("noise", noise), xp)
-    return mean
-
-
-@lru_cache(maxsize=1)
 def _sobol_normals():
-    qmc = importlib.import_module("scipy.stats.qmc")
-    pts = qmc.Sobol(d=8, scramble=True, seed=20250601).random_base2(SOBOL_LOG2)
-    return special.ndtri(pts)
+    """The eight normals of the quasi-Monte Carlo average (:func:`~aimlib.channels.polytope.sobol_normals`)."""
+    return sobol_normals(8, 2**SOBOL_LOG2, SOBOL_SEED)
 
 
 def _check_fisher_args(q, Q0, beta, noise):

@@ -17,7 +17,7 @@ from ..model import widths
 from .checks import checked_width
 from .optim import make_optimizer
 from .schedule import make_schedule
-from .train import Problem, initial_parameters, teacher_and_test, train_restarts, training_data
+from .train import TrainingProblem, initial_parameters, teacher_and_test, train_restarts, training_data
 
 
 @dataclass
@@ -52,9 +52,10 @@ def block_fit(X, y, S, test, setup: BlockSetup, width: int, seed, beta: float, o
               assemble):
     """Draw ``[W_1 | ... ]`` of total ``width``, train it on ``objective`` and ``assemble`` the result."""
     W = initial_parameters(None, setup.restarts, width, seed, setup.init_scale, X, "factorised")
-    curves = curves_class(None if test is None else Problem(*test, beta, objective), S, objective)
-    W, n_steps, converged, seconds, _ = train_restarts(Problem(X, y, beta, objective), W, setup.rule, setup.sched,
-                                                       curves, seed)   # keep='last': no lowest-loss tracker
+    curves = curves_class(None if test is None else TrainingProblem(*test, beta, objective), S, objective)
+    problem = TrainingProblem(X, y, beta, objective)
+    W, n_steps, converged, seconds, _ = train_restarts(problem, W, setup.rule, setup.sched, curves,
+                                                       seed)   # keep='last': no lowest-loss tracker
     return assemble(W, n_steps, converged, seconds, curves)
 
 

@@ -57,7 +57,7 @@ Refused inputs (``ValueError``, exit status 2), rather than values changed in si
   step 0 (at ``beta = 1e-30`` the softmax of the indices is exactly ``1/T``
   in floating point).  Raise ``beta`` or lower ``tol``;
 * ``n = round(alpha d^2) >= 1`` samples and widths ``r = round(rho d) >= 1``
-  (:func:`check_samples`, :func:`checked_width`), not clamped to 1.
+  (:func:`aimlib._validate.sample_count`, :func:`checked_width`), not clamped to 1.
 """
 from __future__ import annotations
 
@@ -89,15 +89,6 @@ def advice(*templates: str, sep: str = " or ") -> str:
         if names is None or all(p in names for p in params):
             shown.append(template.format(**{p: p if names is None else names[p] for p in params}))
     return sep.join(shown)
-
-
-def check_samples(alpha: float, d: int) -> int:
-    """``n = round(alpha d^2)``; refuse an ``alpha`` that gives no sample (it is not raised to one)."""
-    n = round(min(alpha * d * d, 1e30))
-    if n < 1:
-        raise ValueError(f"alpha must give at least one sample, n = round(alpha d^2) >= 1: "
-                         f"alpha > {0.5 / (d * d):.4g} at d = {d}, got {alpha!r}")
-    return n
 
 
 def checked_width(d: int, rho: float, name: str = "rho") -> int:

@@ -18,7 +18,7 @@ from .._validate import MEMORY_MB, check_memory
 from .memory import check_memory_mb, memory_estimate
 from .objective import count_nonzero
 from ..channels.softmax import check_beta
-from .checks import check_samples, checked_width, data_free_errors
+from .checks import checked_width, data_free_errors
 from .train import train_gd
 
 _NOT_OPTIONS = ("X", "y", "S", "init", "restarts", "X_test", "y_test", "shift", "shifts")
@@ -58,7 +58,7 @@ def check_run(T, rho, alpha, d, restarts, seed, beta, dtype, n_test, memory_mb, 
     for bad in _NOT_OPTIONS:
         if bad in options:
             raise TypeError(f"{caller} got an unexpected option {bad!r}")
-    check_samples(run.alpha, run.d)  # n >= 1 and teacher widths >= 1: refused, not raised to 1
+    v.sample_count(run.alpha, run.d, capped=False)  # n >= 1 and teacher widths >= 1: refused, not raised to 1
     rhos = run.rho if isinstance(run.rho, tuple) else (run.rho,)
     for i, r in enumerate(rhos):
         checked_width(run.d, r, f"rho[{i}]" if len(rhos) > 1 else "rho")
@@ -74,7 +74,7 @@ def check_run_memory(run: RunArgs, estimate):
         return estimate(n, T, d, restarts, _test_size(n, n_test))
 
     alpha, d = run.alpha, run.d
-    n = check_samples(alpha, d)  # n_samples(alpha, d), also where alpha d^2 overflows
+    n = v.sample_count(alpha, d, capped=False)   # the memory check below names the largest alpha
     sizes = dict(restarts=run.restarts, n=n, d=d, T=run.T, **({} if run.n_test is None else {"n_test": run.n_test}))
     check_memory(need, sizes, run.memory_mb, via={"n": ("alpha", alpha, d * d)})
 
@@ -217,7 +217,8 @@ def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int
         training loss reached ``tol``), ``n_nonzero`` (eigenvalues of each ``S_hat`` above
         :data:`aimlib.gd.objective.EIG_TOL`), ``student`` and ``weight_decay`` (per restart where it applies),
         ``lr`` (the step used: given, or :func:`aimlib.gd.optim.default_lr`; before any decay), ``keep``
-        (``'lowest'``: the errors are those of each restart stopped at its lowest training loss), ``mmse_data_free`` (the
+        (``'lowest'``: the errors are those of each restart stopped at its lowest training loss),
+        ``mmse_data_free`` (the
         error of the data-free estimate ``(Tr S/d) I``, about 1) and ``worse_than_data_free``
         (``mmse_single`` above it: a result whose training loss fell, but no better than no data).
     """

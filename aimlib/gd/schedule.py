@@ -118,7 +118,8 @@ class Curves:
     """The curves recorded along training: losses and, with a teacher ``S``, estimation errors."""
 
     def __init__(self, test, S, objective):
-        """``test``: the test set's :class:`~aimlib.gd.train.Problem` or ``None``; ``objective``: the students'."""
+        """``test``: the test set's :class:`~aimlib.gd.train.TrainingProblem` or ``None``; ``objective``: the
+        students'."""
         self.test, self.S, self.objective = test, S, objective
         self.steps, self.train, self.test_loss, self.errors, self.averaged = [], [], [], [], []
         self.lowest, self.lowest_averaged = [], []

@@ -9,7 +9,8 @@ way, and stops a restart once its training loss is below ``tol``; the end of
 training is judged by the failure rules of :mod:`aimlib.gd.checks`.
 
 The students of several weight blocks (:mod:`aimlib.gd.blocks`) reuse its pieces:
-the data set and objective (:class:`Problem`), the recorded curves and the loop options
+the data set and objective (:class:`TrainingProblem`; GAMP-RIE's inputs are
+:class:`aimlib.amp.problem.Problem`), the recorded curves and the loop options
 (:mod:`aimlib.gd.schedule`), the checked inputs (:func:`training_data`,
 :func:`teacher_and_test`), the starting point (:func:`initial_parameters`) and the
 loop with its verdict (:func:`train_restarts`).
@@ -112,7 +113,7 @@ class GDResult:
     step_lowest: np.ndarray | None = None
 
 
-class Problem:
+class TrainingProblem:
     """A data set on one array module and the objective of a batch of students on it."""
 
     def __init__(self, X, y, beta: float, objective: Objective):
@@ -197,7 +198,7 @@ def teacher_and_test(S, X_test, y_test, X, layers: int = 1):
     return S, (X_test, to_device(y_test, xp).astype(X.dtype, copy=False))
 
 
-def _optimise(problem: Problem, W, rule, sched: Schedule, curves: Curves, batches, lowest: LowestLoss | None):
+def _optimise(problem: TrainingProblem, W, rule, sched: Schedule, curves: Curves, batches, lowest: LowestLoss | None):
     """The training loop; returns the final ``W``, the steps per restart and the converged flags.
 
     ``lowest`` (``keep='lowest'``) is updated with every full-batch training loss.
@@ -245,7 +246,7 @@ def training_data(X, y):
     return X, y.astype(X.dtype, copy=False)
 
 
-def train_restarts(problem: Problem, W, rule, sched: Schedule, curves: Curves, seed):
+def train_restarts(problem: TrainingProblem, W, rule, sched: Schedule, curves: Curves, seed):
     """Run :func:`_optimise` and judge the outcome (:mod:`aimlib.gd.checks`).
 
     Mini-batches are drawn from ``seed``.  Returns ``(W, n_steps, converged, seconds, lowest)``:
@@ -374,7 +375,7 @@ def train_gd(X, y, *, rank: int | None = None, rho: float | None = None, beta: f
     X, y = training_data(X, y)
     n, T, d = X.shape
     objective = Objective(student, weight_decay, shift)
-    problem = Problem(X, y, check_beta(beta), objective)
+    problem = TrainingProblem(X, y, check_beta(beta), objective)
     sched = make_schedule(steps, tol, record_every, batch_size, n, on_max_iter, lr_decay_at, lr_decay, keep)
     init_scale = v.positive("init_scale", init_scale)
     S, test = teacher_and_test(S, X_test, y_test, X)
@@ -384,5 +385,5 @@ def train_gd(X, y, *, rank: int | None = None, rho: float | None = None, beta: f
     sizes = dict(restarts=k, n=n, T=T, d=d, rank=r, **({"n_test": test[0].shape[0]} if test else {}))
     check_memory(lambda **s: memory_estimate(**s, itemsize=X.dtype.itemsize), sizes, check_memory_mb(memory_mb))
     W = initial_parameters(init, k, r, seed, init_scale, X, objective.student)
-    curves = Curves(None if test is None else Problem(*test, problem.beta, objective), S, objective)
+    curves = Curves(None if test is None else TrainingProblem(*test, problem.beta, objective), S, objective)
     return _result(*train_restarts(problem, W, rule, sched, curves, seed), curves, lr)

@@ -23,5 +23,5 @@ from .registry import FAMILIES, TEACHER_FAMILIES, make_prior, make_priors
 from .sampled import Sampled
 from .wishart import Centred, Wishart, teacher_width
 
-__all__ = ["Prior", "Gaussian", "Wishart", "Centred", "Rectangular", "Sampled", "FAMILIES", "TEACHER_FAMILIES", "make_prior", "make_priors",
-           "check_prior", "teacher_width"]
+__all__ = ["Prior", "Gaussian", "Wishart", "Centred", "Rectangular", "Sampled", "FAMILIES", "TEACHER_FAMILIES",
+           "make_prior", "make_priors", "check_prior", "teacher_width"]

@@ -24,11 +24,10 @@ import math
 
 import numpy as np
 
+from .._validate import DELTA_RANGE
+
 __all__ = ["Prior", "extend_mmse", "aitken_slope"]
 
-#: the range of ``Delta`` on which a prior's MMSE is computed; beyond it the leading
-#: asymptotics ``c Delta`` (small) and ``1 - c'/Delta`` (large) take over, matched at the ends
-DELTA_RANGE = (1e-12, 1e12)
 
 
 class Prior:
@@ -108,12 +107,15 @@ class Prior:
         (delta,) = deltas
         return (self.mmse(delta),)
 
-    def denoise(self, R, deltas):
+    def denoise(self, R, deltas, noise=None):
         r"""GAMP's prior step: ``(S_hat, V, V_ons)`` for the effective observation ``R`` with noises ``deltas``.
 
         ``S_hat`` the estimate of ``S`` (an array of ``R``'s module), ``V`` its predicted
         error per sector (what the next channel step uses) and ``V_ons`` the Onsager
         terms per sector, ``Delta_s div_s S_hat / d^2`` (equal to ``V`` for a posterior mean).
+        ``noise`` (a keyword GAMP-RIE always passes, :func:`aimlib.amp.steps.prior_step`):
+        the measured noise of each sector of ``R``, or ``None``; a denoiser that does not
+        use it ignores it.
         """
         raise NotImplementedError
 

@@ -66,7 +66,11 @@ def _denoise_checks(prior, S, delta, rng, tol_rel):
     """One denoising run: shape, symmetry, finiteness, measured error against ``sum(V)``."""
     d = S.shape[0]
     Z = Gaussian(symmetric=prior.symmetric).sample(d, rng)
-    S_hat, V, V_ons = prior.denoise(S + math.sqrt(delta) * Z, (delta,) * len(prior.sectors))
+    deltas = (delta,) * len(prior.sectors)
+    try:   # called as GAMP-RIE calls it (aimlib.amp.steps.prior_step)
+        S_hat, V, V_ons = prior.denoise(S + math.sqrt(delta) * Z, deltas, noise=None)
+    except TypeError as exc:
+        return [f"denoise(R, deltas, noise=None), as GAMP-RIE calls it, raised TypeError: {exc}"]
     fails = []
     if S_hat.shape != S.shape or not np.all(np.isfinite(S_hat)):
         return [f"denoise returned an estimate of shape {S_hat.shape} (want {S.shape}) or non-finite values"]

@@ -66,7 +66,8 @@ def layer_noises(F, alpha: float) -> tuple:
 
 
 def cross_residual(mmse, deltas, kappa) -> float:
-    r"""``e_12 = kappa mmse_1 mmse_2 / sqrt(Delta_1 Delta_2)``: the residual cross-covariance to first order in ``kappa``.
+    r"""``e_12 = kappa mmse_1 mmse_2 / sqrt(Delta_1 Delta_2)``: the residual cross-covariance to first order
+    in ``kappa``.
 
     ``mmse_l`` is layer ``l``'s error at its noise ``Delta_l`` (module docstring).  Exact for
     Gaussian priors; for Wishart ones the next order is measured (:func:`measure_cross_residual`).
@@ -79,7 +80,8 @@ def cross_residual(mmse, deltas, kappa) -> float:
 
 
 def correlated_goe(d: int, kappa, seed=None) -> tuple:
-    """``(Z_1, Z_2)``: GOE matrices (:func:`~aimlib.rmt.spectrum.sample_goe`) whose entries have correlation ``kappa``."""
+    """``(Z_1, Z_2)``: GOE matrices (:func:`~aimlib.rmt.spectrum.sample_goe`) whose entries have correlation
+    ``kappa``."""
     kappa = check_kappa(kappa)
     rng = v.generator(seed)
     Z1, Z = sample_goe(d, rng), sample_goe(d, rng)

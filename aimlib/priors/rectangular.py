@@ -1,8 +1,9 @@
 r"""The prior of untied key and query: ``S = Q K^T / sqrt(r d)``, a square matrix of two sectors.
 
-Book, chapters "Untied key and query" and "Untied key and query: algorithms and the exact error".  ``Q, K`` of shape ``(d, r)`` independent with i.i.d. ``N(0, 1)``
-entries, ``rho = r/d``: ``E S = 0``, ``Q0 = lim (1/d)||S||_F^2 = 1``, half of it
-in each of the two sectors (symmetric part ``A``, antisymmetric part ``B``:
+Book, chapters "Untied key and query" and "Untied key and query: algorithms and the exact error".
+``Q, K`` of shape ``(d, r)`` independent with i.i.d. ``N(0, 1)`` entries, ``rho = r/d``:
+``E S = 0``, ``Q0 = lim (1/d)||S||_F^2 = 1``, half of it in each of the two sectors
+(symmetric part ``A``, antisymmetric part ``B``:
 ``sector_moments = (1/2, 1/2)``).  ``S`` is bi-rotationally invariant, so under
 the Ginibre noise of :mod:`~aimlib.priors.base`, ``R = S + sqrt(Delta) Z``, the
 posterior mean is the rectangular RIE and its error ``mmse_rect(Delta)``
@@ -22,7 +23,7 @@ sampled posterior mean is :class:`~aimlib.priors.sampled.Sampled`):
 * ``'tuned'`` (:func:`tuned_prior_step`): the rectangular RIE of ``R`` itself at
   the effective noise that minimises Stein's estimate of its error
   (:func:`sure_errors`); it keeps all the information but has no state
-  evolution of its own (its errors are measured).
+  evolution of its own at unequal noises (its errors are measured).
 
 Each returns ``(S_hat, V, V_ons)`` per :meth:`~aimlib.priors.base.Prior.denoise`,
 ``V_ons,s = Delta_s div_s S_hat / d^2`` from the exact divergences of the
@@ -212,16 +213,22 @@ class Rectangular(FactorProduct):
         return super()._params() + ("" if self.denoiser == "equalised" else f", denoiser={self.denoiser!r}")
 
     def sector_mmse(self, deltas) -> tuple:
-        r"""The state evolution of the equalised denoiser: ``(m/2, m/2)``, ``m = mmse(max(Delta_A, Delta_B))``.
+        r"""The state evolution of the denoiser: ``(m/2, m/2)``, ``m = mmse(max(Delta_A, Delta_B))``.
 
         The Bayes-optimal two-noise error has no formula (it is sampled by
-        :class:`~aimlib.priors.sampled.Sampled`); this is the error of the posterior
-        mean given the equalised observation, an upper bound on it that GAMP attains
-        (the upper end of :func:`aimlib.untied.bracket_untied`).  At equal noises it
-        is exact.  The tuned denoiser has no state evolution of its own (its errors
-        are measured); this method gives the equalised one's whatever ``denoiser``.
+        :class:`~aimlib.priors.sampled.Sampled`); for ``'equalised'`` this is the error
+        of the posterior mean given the equalised observation, an upper bound on it
+        that GAMP attains (the upper end of :func:`aimlib.untied.bracket_untied`).  At
+        equal noises it is exact for both denoisers.  The tuned denoiser has no state
+        evolution of its own at unequal noises (its errors are measured): there it
+        raises ``NotImplementedError``.
         """
-        m = self.mmse(max(check_sector_pair(deltas, allow_zero=True)))
+        dA, dB = check_sector_pair(deltas, allow_zero=True)
+        if self.denoiser == "tuned" and dA != dB:
+            raise NotImplementedError(f"{self!r}: the tuned denoiser has no state evolution at unequal noises "
+                                      f"deltas={tuple(deltas)} (its errors are measured); the equalised "
+                                      "denoiser's is the upper end of aimlib.untied.bracket_untied")
+        m = self.mmse(max(dA, dB))
         return (m / 2, m / 2)
 
     def _equaliser(self, d: int, xp, dtype):

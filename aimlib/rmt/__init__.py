@@ -25,9 +25,8 @@ boundary values ``g(x + i0)``), both cached (:func:`clear_caches` empties the ca
 """
 from __future__ import annotations
 
-from .._validate import RHO_RANGE
+from .._validate import DELTA_RANGE, RHO_RANGE
 from ._arcs import clear_caches, quadrature
-from ._checks import DELTA_RANGE
 from .denoising import linear_shrinkage, mmse, mmse_gaussian, rie, rie_eigenvalues
 from .spectrum import (atom_S, cdf, cubic_coefficients, density, density_S, discriminant_quartic,
                        hilbert, integral_density_cubed, moments, sample_denoising, sample_goe,

@@ -6,13 +6,10 @@ import numpy as np
 from .. import _validate as v
 from ..backend import to_host
 
-# Noise variances accepted by every routine (and tested to full accuracy).
-DELTA_RANGE = (1e-12, 1e12)
-
 
 def check_delta(delta) -> float:
-    """The noise variance ``Delta`` as a float in ``DELTA_RANGE``."""
-    return v.in_range("delta", v.positive("delta", delta), *DELTA_RANGE)
+    """The noise variance ``Delta`` as a float in ``aimlib._validate.DELTA_RANGE``."""
+    return v.in_range("delta", v.positive("delta", delta), *v.DELTA_RANGE)
 
 
 def real_points(name, x) -> np.ndarray:

@@ -23,14 +23,16 @@ identity).  :func:`oracle_error` (the best estimator on the singular vectors of
 
 from __future__ import annotations
 
-import importlib
 import math
 from functools import lru_cache
 
 import numpy as np
 
 from .. import _validate as v
+from .._lazy import LazyModule
 from ..backend import get_array_module
+
+interpolate = LazyModule("scipy.interpolate")   # loaded on first use (the MMSE table)
 
 __all__ = ["oracle_error", "rie_rect", "singular_stieltjes", "singular_density", "singular_hilbert",
            "rect_shrinkage", "spectral_divergences", "mmse_rect", "DELTA_GRID"]
@@ -134,8 +136,7 @@ def _mmse_one(delta: float, rho: float) -> float:
 def _table(rho: float):
     """``log(mmse/Delta)`` on ``DELTA_GRID`` as a cubic spline in ``log Delta``."""
     vals = np.array([_mmse_one(float(dl), rho) for dl in DELTA_GRID])
-    spline = importlib.import_module("scipy.interpolate").CubicSpline   # loaded here, on first use
-    return spline(np.log(DELTA_GRID), np.log(vals / DELTA_GRID))
+    return interpolate.CubicSpline(np.log(DELTA_GRID), np.log(vals / DELTA_GRID))
 
 
 def mmse_rect(delta, rho: float):

@@ -31,6 +31,7 @@ from .solve import SECurve, curve, solve
 from .threshold import perfect_recovery_threshold
 
 __all__ = [
-    "SEResult", "SECurve", "PREDICTIONS", "CrossOverlap", "cross_overlap", "solve", "fixed_point", "oracle_fixed_point", "curve", "perfect_recovery_threshold", "prior_free_entropy",
+    "SEResult", "SECurve", "PREDICTIONS", "CrossOverlap", "cross_overlap", "solve", "fixed_point", "oracle_fixed_point",
+    "curve", "perfect_recovery_threshold", "prior_free_entropy",
     "output_free_entropy", "free_entropy", "generalization_error",
 ]

@@ -18,7 +18,13 @@ import math
 
 import numpy as np
 
+from .._validate import DELTA_RANGE
 from ..errors import ConvergenceError
+
+#: the scalar root find's floor on ``Delta = V/alpha_bar``: a fixed point below it is perfect recovery,
+#: ``V = 0``.  Beneath ``DELTA_RANGE``, where the MMSE is its exact small-noise asymptote ``c Delta``, so
+#: the root is followed three decades past the range's end before it is called zero
+PERFECT_DELTA = 1e-15
 
 __all__ = ["solve_closed", "solve_closed_many", "NEAR"]
 
@@ -32,7 +38,7 @@ def solve_closed(abar: float, m, c0: float, guess: float | None, tol: float):
     ``guess`` is a starting ``t`` (warm start).  Secant iterations inside a
     maintained bracket (``h`` decreasing in ``t``), bisection as fallback.
     ``m`` is any prior's MMSE (:meth:`aimlib.priors.base.Prior.mmse`) and ``c0``
-    its zero-noise slope.  Below ``abar = 1e-12`` the root
+    its zero-noise slope.  Below ``abar = 1/1e12`` (``Delta`` beyond ``DELTA_RANGE``) the root
     lies where ``mmse = 1 - c/Delta`` (the asymptotic branch of
     :meth:`~aimlib.priors.base.Prior.mmse`) and is solved exactly.
     """
@@ -40,8 +46,8 @@ def solve_closed(abar: float, m, c0: float, guess: float | None, tol: float):
         return 1.0, math.inf, 0, [1.0]
     if abar >= c0:
         return 0.0, 0.0, 0, [0.0]
-    if abar < 1e-12:   # Delta = V/abar > 1e12, where mmse(Delta) = 1 - c/Delta: V^2 - V + c abar = 0
-        c = (1.0 - m(1e12)) * 1e12
+    if abar < 1.0 / DELTA_RANGE[1]:   # Delta = V/abar beyond DELTA_RANGE: mmse = 1 - c/Delta, V^2 - V + c abar = 0
+        c = (1.0 - m(DELTA_RANGE[1])) * DELTA_RANGE[1]
         V = 1.0 - 2.0 * c * abar / (1.0 + math.sqrt(1.0 - 4.0 * c * abar))
         return V, V / abar, 1, [V]
     la = math.log(abar)
@@ -83,7 +89,7 @@ def solve_closed(abar: float, m, c0: float, guess: float | None, tol: float):
             hi, hhi = lo, hlo
             step *= 4
             lo = lo - step
-            if lo < math.log(1e-15):  # numerically at perfect recovery
+            if lo < math.log(PERFECT_DELTA):  # numerically at perfect recovery
                 return 0.0, 0.0, evals, trace
             hlo = h(lo)
     t = _regula_falsi(h, lo, hlo, hi, hhi, tol, abar)
@@ -117,7 +123,8 @@ def _regula_falsi(h, lo, hlo, hi, hhi, tol, abar):
 
 
 def _inverse_interpolate(nodes, la: float) -> float:
-    """``t`` at ``g = la`` by Lagrange interpolation of ``t`` in ``g`` through ``nodes`` (``(g, t)``, distinct ``g``)."""
+    """``t`` at ``g = la`` by Lagrange interpolation of ``t`` in ``g`` through ``nodes`` (``(g, t)``,
+    distinct ``g``)."""
     g = [n[0] for n in nodes]
     w = np.array([math.prod((la - g[k]) / (g[j] - g[k]) for k in range(len(g)) if k != j)
                   for j in range(len(g))])
@@ -174,7 +181,7 @@ def _from_table(table: _Table, la: float, tol: float, m):
     for _ in range(3):
         near = table.nearest(la, NEAR)
         t0 = _inverse_interpolate(near, la)
-        if not (math.isfinite(t0) and math.log(1e-15) < t0 < 1.0 - la):
+        if not (math.isfinite(t0) and math.log(PERFECT_DELTA) < t0 < 1.0 - la):
             return None
         mv = m(math.exp(t0))
         if not 0 < mv < math.inf:
@@ -217,7 +224,7 @@ def solve_closed_many(abars, m, c0: float, tol: float):
         return mv
 
     for abar in abars:
-        if abar <= 0 or abar >= c0 or abar < 1e-12:
+        if abar <= 0 or abar >= c0 or abar < 1.0 / DELTA_RANGE[1]:
             out.append(solve_closed(abar, m, c0, None, tol)[:3])
             continue
         la, before = math.log(abar), len(table)

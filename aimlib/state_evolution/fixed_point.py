@@ -19,8 +19,8 @@ there one overlap per layer is not the Bayes state evolution.  What
 :func:`fixed_point` iterates then is GAMP-RIE's with one denoiser per layer
 (:meth:`~aimlib.channels.DeepAttention.separable_fisher`; it leaves out the cross overlap
 that the layers' correlated noises create, :mod:`~aimlib.state_evolution.cross`, so it is not
-established as a bound on the Bayes error), and :func:`oracle_fixed_point` gives the lower bound of the oracle that knows the
-other layers (book, chapter "Deep attention").
+established as a bound on the Bayes error), and :func:`oracle_fixed_point` gives the lower bound
+of the oracle that knows the other layers (book, chapter "Deep attention").
 """
 from __future__ import annotations
 

@@ -12,15 +12,17 @@ are the SE fixed points; among several, the largest ``Phi`` is the Bayes-optimal
 """
 from __future__ import annotations
 
-import importlib
 import math
 
 import numpy as np
 
 from .. import _validate as v
+from .._lazy import LazyModule
 from ..channels import make_channel
 from ..priors import make_prior, make_priors
 from .fixed_point import check_joint_law
+
+integrate = LazyModule("scipy.integrate")   # loaded on first use: `se` never needs it
 
 __all__ = ["prior_free_entropy", "output_free_entropy", "free_entropy", "generalization_error"]
 
@@ -29,7 +31,7 @@ def _integral_mmse(qhat: float, m) -> float:
     r"""``I(qhat) = int_0^qhat mmse_S(1/s) ds`` (``s < 1`` directly, ``s > 1`` in ``log s``)."""
     if qhat == 0:
         return 0.0
-    quad = importlib.import_module("scipy.integrate").quad   # loaded here: `se` never needs it
+    quad = integrate.quad
     a = min(qhat, 1.0)
     val, _ = quad(lambda s: m(1.0 / s) if s > 0 else 1.0, 0.0, a, epsabs=1e-11, epsrel=1e-10, limit=200)
     if qhat > 1.0:

@@ -18,7 +18,8 @@ A spec is a small YAML file (or the same mapping in Python, or a
     teachers: wishart               # wishart (W W^T/sqrt(r d)) | centred (minus sqrt(rho) I); one value
     backend: null                   # numpy | cupy | null (AIMLIB_BACKEND / numpy)
     options:                        # per-method options (a list makes a grid axis)
-      amp: {max_iter: 300, damping: 0.5}   # also tokens_storage: store | regenerate, stop: window (default) | estimate | drift | prediction
+      amp: {max_iter: 300, damping: 0.5}   # also tokens_storage: store | regenerate,
+                                           # stop: window (default) | estimate | drift | prediction
       gd_avg: {restarts: 8, steps: 1000, lr: 0.1}
       # gd, gd_avg also take weight_decay (>= 0), student (factorised | direct),
       # rank (the factorised student's width; the direct student has none)

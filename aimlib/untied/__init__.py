@@ -21,7 +21,7 @@ from ..rmt.rectangular import (mmse_rect, oracle_error, rect_shrinkage, rie_rect
 from .denoising import oracle_curve, sample_denoising_untied
 from .gamp import UntiedGAMPResult, run_untied_gamp, untied_gamp, untied_prior
 from .model import (count_threshold, factor_product, measurements_per_sample, part_errors, part_norms,
-                    parts, sample_teacher_untied, sector_counts, unknowns_fraction, untied_indices, untied_softmax)
+                    parts, sample_teacher_untied, unknowns_fraction, untied_indices, untied_softmax)
 from .posterior import (SampledSE, TwoNoiseResult, hmc_errors, sample_two_noise, sampled_state_evolution,
                         two_noise_problem)
 from .state_evolution import (bracket_untied, curve_untied, output_coefficients, output_free_entropy, sector_qhat,
@@ -31,7 +31,7 @@ from .student import fit_student, row_differences
 __all__ = [
     # model
     "factor_product", "sample_teacher_untied", "parts", "part_norms", "part_errors", "untied_indices",
-    "untied_softmax", "measurements_per_sample", "sector_counts", "unknowns_fraction", "count_threshold",
+    "untied_softmax", "measurements_per_sample", "unknowns_fraction", "count_threshold",
     # denoising
     "sample_denoising_untied", "oracle_error", "oracle_curve", "rie_rect", "singular_stieltjes",
     "singular_density", "singular_hilbert", "rect_shrinkage", "spectral_divergences", "mmse_rect",

@@ -30,11 +30,14 @@ from ..amp.gamp import gamp_rie
 from ..backend import module_named, to_host
 from ..channels.untied_softmax import UntiedSoftmax
 from ..priors import Rectangular, Sampled, make_prior
+from ..model import n_samples
 from .model import part_errors, sample_teacher_untied, untied_softmax
 
 __all__ = ["DENOISERS", "untied_prior", "UntiedGAMPResult", "untied_gamp", "run_untied_gamp"]
 
 #: the run stops with ``reason='perfect'`` once the predicted error ``V_A + V_B`` falls below this
+#: (GAMP-RIE's ``m_floor``, whose default is ``sqrt(eps)``; an error floor, unlike the prior step's noise
+#: floor ``aimlib.amp.steps.DELTA_MIN``; the committed untied runs stopped by it)
 V_FLOOR = 1e-10
 #: the denoisers of the rank-``r`` prior, by name
 DENOISERS = ("equalised", "tuned", "sampled")
@@ -147,7 +150,7 @@ def run_untied_gamp(alpha: float, T: int, d: int, rho: float, *, seed=None, beta
     T, d = v.integer("T", T, minimum=2), v.integer("d", d, minimum=2)
     rng = v.generator(seed)
     S = sample_teacher_untied(d, rho, rng)
-    X = rng.standard_normal((max(1, round(alpha * d * d)), T, d))
+    X = rng.standard_normal((n_samples(alpha, d), T, d))
     xp = module_named(backend)
     X, S_dev = xp.asarray(X), xp.asarray(S)
     return untied_gamp(X, untied_softmax(X, S_dev, beta), rho, beta=beta, S=S_dev, seed=rng, **options)

@@ -23,7 +23,7 @@ from ..priors.gaussian import matrix_parts as parts
 from ..priors.rectangular import factor_product, part_norms
 
 __all__ = ["factor_product", "sample_teacher_untied", "parts", "part_norms", "part_errors", "untied_indices",
-           "untied_softmax", "measurements_per_sample", "sector_counts", "unknowns_fraction", "count_threshold"]
+           "untied_softmax", "measurements_per_sample", "unknowns_fraction", "count_threshold"]
 
 
 def sample_teacher_untied(d: int, rho: float, seed=None):
@@ -64,18 +64,6 @@ def measurements_per_sample(T: int, tied: bool = False) -> int:
     """
     T = v.integer("T", T, minimum=2)
     return (T * T + T - 2) // 2 if tied else T * T - T
-
-
-def sector_counts(T: int) -> tuple:
-    r"""Effective measurements of the symmetric and antisymmetric parts of ``S`` per sample.
-
-    ``((T^2 - 1)/2, (T - 1)^2/2)``: the ``T(T+1)/2`` symmetric and ``T(T-1)/2``
-    antisymmetric index combinations lose the row shifts, of which the
-    uniform one is symmetric and the ``T - 1`` others are half symmetric,
-    half antisymmetric.  Their sum is ``T^2 - T``.
-    """
-    T = v.integer("T", T, minimum=2)
-    return (T * T - 1) / 2, (T - 1) ** 2 / 2
 
 
 def unknowns_fraction(rho: float) -> float:

@@ -44,7 +44,9 @@ from .model import measurements_per_sample, unknowns_fraction
 __all__ = ["output_coefficients", "output_free_entropy", "sector_qhat", "solve_sectors", "solve_untied",
            "bracket_untied", "curve_untied", "untied_threshold"]
 
-#: a total error that settles below this is perfect recovery (see :func:`solve_sectors`)
+#: a total error that settles below this is perfect recovery (see :func:`solve_sectors`: the float64
+#: resolution of the overlaps ``q_s = 1/2 - V_s`` stalls the decay near ``1e-12``; the state evolution's
+#: floor, above GAMP's ``V_FLOOR``, which is a run's)
 PERFECT_BELOW = 1e-9
 
 

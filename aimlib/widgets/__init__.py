@@ -40,8 +40,7 @@ the last image).
 """
 from __future__ import annotations
 
-import importlib
-
+from .._lazy import import_on_demand
 from .deep import deep_panel
 from .base import (ALPHA_BOUNDS, BETA_BOUNDS, CHANNELS, DELTA_BOUNDS, NOISE_BOUNDS, RHO_BOUNDS, RHO_NOISE,
                    SEED_BOUNDS, T_BOUNDS, BadInput, Panel, W, parse_range, render_png, round_sig)
@@ -63,7 +62,7 @@ def __getattr__(name: str):
     """``amp_panel``, ``untied_panel`` and ``training_panel``, their module imported on first use."""
     if name not in _ON_FIRST_USE:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{_ON_FIRST_USE[name]}", __name__), name)
+    return getattr(import_on_demand(f".{_ON_FIRST_USE[name]}", __name__), name)
 
 
 def playground(run_amp: bool = False) -> W.VBox:

@@ -57,9 +57,9 @@ def deep_panel(c: float = 0.5, rho1: float = 0.5, rho2: float = 0.5, alpha_range
 
     Controls: ``c`` (residual strength, in ``[-100, 100]`` at least
     :data:`~aimlib.channels.deep_hardmax.C_MARGIN` from -1, 0 and 1; a ``c`` whose output
-    functions are not stored is tabulated once, with its progress in the message line), ``teachers`` (``centred``: the Bayes
-    error; ``wishart``: GAMP-RIE's separable state evolution, its cross overlap left out), ``rho1``,
-    ``rho2`` (log sliders) and ``alpha_range`` (text).  ``panel.last_data``: ``params``,
+    functions are not stored is tabulated once, with its progress in the message line), ``teachers``
+    (``centred``: the Bayes error; ``wishart``: GAMP-RIE's separable state evolution, its cross overlap
+    left out), ``rho1``, ``rho2`` (log sliders) and ``alpha_range`` (text).  ``panel.last_data``: ``params``,
     ``alpha``, ``mmse_1``, ``mmse_2`` (from :func:`aimlib.state_evolution.curve`
     with :class:`aimlib.channels.DeepAttention`) and ``one_layer`` (one hardmax
     layer with a centred teacher at ``rho2``, for comparison).

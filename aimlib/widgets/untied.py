@@ -1,4 +1,5 @@
-"""The untied key-query panel: tied and untied softmax errors against alpha (chapter "Untied key and query: algorithms and the exact error")."""
+"""The untied key-query panel: tied and untied softmax errors against alpha (chapter "Untied key and query:
+algorithms and the exact error")."""
 from __future__ import annotations
 
 import functools

@@ -8,7 +8,8 @@ the ``d`` ascending eigenvalues of the learned ``S_hat``; the row ``teacher``
 holds the teacher's eigenvalues (the same teacher for every run: seed 0).
 Usage, from the repository root::
 
-    OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python book/data/weight_decay_spectra_d100.py book/data/weight_decay_spectra_d100.csv
+    OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python book/data/weight_decay_spectra_d100.py \
+        book/data/weight_decay_spectra_d100.csv
 """
 import csv
 import sys
