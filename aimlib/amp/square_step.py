@@ -20,7 +20,7 @@ backward step sees each part of ``S`` through its own noise ``Delta_s``:
         \big(X_\mu^\top g_\mu X_\mu - \operatorname{tr}(g_\mu) I\big)\Big].
 
 The channel (:class:`aimlib.channels.UntiedSoftmax`) provides ``g_out``, the
-covariance (``index_covariance``) and the noises ``Delta_s = 1/(alpha F_s(V))``
+covariance (``onsager_covariance``) and the noises ``Delta_s = 1/(alpha F_s(V))``
 (``effective_noises``); the noise of each part of ``R`` measured on the messages,
 ``noise_s = Delta_s^2 2 alpha mean_mu ||Pi_s g_mu||^2``, equals ``Delta_s`` when
 ``g_out`` is given the actual errors and goes to the prior step (the tuned
@@ -44,7 +44,7 @@ def _pass(p, S_hat, V, V_ons, g_prev, g_new, t):
     ``sum_mu tr(g_mu)`` and ``(sum ||Pi_sym g||^2, sum ||g||^2)``.
     """
     xp, X, d, T, dt = p.xp, p.X, p.d, p.T, p.dtype
-    C = xp.asarray(p.channel.index_covariance(V_ons, T), dtype=dt)
+    C = xp.asarray(p.channel.onsager_covariance(V_ons, T), dtype=dt)
     back, trace, sq_A, sq = xp.zeros((d, d), dtype=dt), 0.0, 0.0, 0.0
     for s in range(0, p.n, p.chunk_size):
         Xc = X[s:s + p.chunk_size]
@@ -71,7 +71,7 @@ def square_channel_step(p, S_hat, V, V_ons, g_prev, g_new, t):
     p : aimlib.amp.problem.Problem
         The validated run (``xp, X, y, channel, n, T, d, dtype, chunk_size, damping, damp_g``);
         ``p.channel`` reads one index matrix per sample and provides ``g_out``,
-        ``index_covariance`` and ``effective_noises`` (:class:`aimlib.channels.UntiedSoftmax`).
+        ``onsager_covariance`` and ``effective_noises`` (:class:`aimlib.channels.UntiedSoftmax`).
     S_hat : list of one (d, d) array
         The estimate (not symmetric).
     V, V_ons : list of one pair

@@ -210,7 +210,7 @@ class UntiedSoftmax(SoftmaxMap):
 
     # -- what GAMP's square channel step asks (aimlib.amp.square_step) ----------
 
-    def index_covariance(self, V, T: int):
+    def onsager_covariance(self, V, T: int):
         """``C = 2 V_A Pi_sym + 2 V_B Pi_anti`` (``T^2 x T^2``): the covariance of the Onsager term."""
         return channel_matrices(*self._pair("V", V), T)[0]
 
