@@ -25,7 +25,7 @@ def _softmax(d, alpha, T=2, rho=0.25, seed=1):
 
 def _dense(op):
     """The measurement matrices, one adjoint per unit vector (an independent route for the forward map)."""
-    return np.array([op.adjoint(e) for e in np.eye(op.m)])
+    return np.array([to_host(op.adjoint(e)) for e in np.eye(op.m)])
 
 
 @pytest.mark.parametrize("T", [2, 3])
@@ -45,7 +45,7 @@ def test_gaussian_map_regenerates_the_same_matrices():
     A = _dense(op)
     assert np.allclose(A, _dense(op), atol=0) and np.allclose(A, np.swapaxes(A, 1, 2))
     S = sample_teacher(5, 0.4, 0, backend="numpy")
-    assert np.allclose(op.forward(S), np.einsum("kij,ij->k", A, S), atol=1e-12)
+    assert np.allclose(to_host(op.forward(S)), np.einsum("kij,ij->k", A, S), atol=1e-12)
     # standard Gaussian of the symmetric matrices: E ||A_k||^2 = d(d+1)/2 = 15 (23 draws: se 1.2)
     assert abs((A**2).sum(axis=(1, 2)).mean() - 15) < 5
 
@@ -68,7 +68,7 @@ def test_admm_agrees_with_cvxpy(ensemble, d, alpha):
         data, op, b = _softmax(d, alpha)
     else:
         op = GaussianMeasurements(d, 2 * round(alpha * d * d), seed=4)
-        b = op.forward(sample_teacher(d, 0.25, 5, backend="numpy"))
+        b = to_host(op.forward(sample_teacher(d, 0.25, 5, backend="numpy")))
     res = min_trace_admm(op, b, tol=1e-7, max_iter=20_000)
     S_ref = min_trace_solve(_dense(op), b, eps=1e-9)
     opt = np.trace(S_ref)
