@@ -33,12 +33,15 @@ PSD by construction.  Reported: the primal residual ``||A(S) - b|| / ||b||``,
 the PSD violation ``max(0, -lambda_min(S)) / max(1, ||S||_F)``, and the gap
 ``(Tr S - b^T y') / (1 + |Tr S| + |b^T y'|)``.  The run is converged only when
 all three are within ``tol``; otherwise the rule of :mod:`aimlib.errors` applies
-at ``max_iter``, and a run whose worst measure has not halved in ``patience``
-iterations (an infeasible problem, or a stall) raises :class:`ConvergenceError`.
+at ``max_iter`` and to a run whose worst measure has not halved in ``patience``
+iterations (an infeasible problem, or a stall): :class:`ConvergenceError` by
+default, or the last iterate flagged ``converged=False``.
 
-The penalty follows residual balancing (Boyd et al. 2011, section 3.4.1):
-doubled when the consensus residual ``||Z - S||`` exceeds ten times the dual
-residual ``rho ||S - S_prev||``, halved in the opposite case (``U`` rescaled).
+The penalty follows residual balancing (Boyd et al. 2011, section 3.4.1) for the
+first ``adapt_iter`` iterations: doubled when the consensus residual ``||Z - S||``
+exceeds ten times the dual residual ``rho ||S - S_prev||``, halved in the
+opposite case (``U`` rescaled); then it is held, which ADMM's convergence
+proof requires of a penalty that varies (it must settle).
 """
 from __future__ import annotations
 
@@ -150,7 +153,8 @@ def _check_options(op, b, tol, max_iter, penalty, check_every, patience, on_max_
 
 def min_trace_admm(op, b, *, tol: float = 1e-6, max_iter: int = 20_000, S0=None,
                    penalty: float = 1.0, check_every: int = 10, patience: int = 3000,
-                   cg_max_iter: int = 100, on_max_iter: str = "raise") -> MinTraceResult:
+                   cg_max_iter: int = 100, adapt_iter: int = 1000,
+                   on_max_iter: str = "raise") -> MinTraceResult:
     r"""``min Tr S`` over PSD ``S`` with ``op.forward(S) = b``, by ADMM (module docstring).
 
     Parameters
@@ -171,9 +175,13 @@ def min_trace_admm(op, b, *, tol: float = 1e-6, max_iter: int = 20_000, S0=None,
         Initial ADMM penalty ``rho`` (then residual balancing).
     patience : int
         Iterations without halving the worst measure before a stall is declared
-        (:class:`ConvergenceError`, whatever ``on_max_iter`` says).
+        (then ``on_max_iter`` applies, as at ``max_iter``).
     cg_max_iter : int
         Products with ``A A^*`` per ``Z`` step (warm-started conjugate gradients).
+    adapt_iter : int
+        Iterations during which the penalty adapts (every ``10 check_every``);
+        fixed afterwards, since every change moves the fixed point of the
+        iteration and undoes part of the progress.
 
     Returns
     -------
@@ -202,14 +210,15 @@ def min_trace_admm(op, b, *, tol: float = 1e-6, max_iter: int = 20_000, S0=None,
             raise ConvergenceError(f"minimum-trace ADMM produced a non-finite iterate at iteration {it}")
         if worst <= tol:
             return MinTraceResult(S, True, it, **cert)
-        cg_tol = min(1e-2, max(tol, worst) / 10)
+        cg_tol = min(1e-2, max(tol / 10, worst / 100))
         if worst < best / 2:
             best, best_at = worst, it
         elif it - best_at >= patience:
-            raise ConvergenceError(f"minimum-trace ADMM stalled: the worst of residual, PSD violation "
-                                   f"and gap stayed at {worst:.3g} > tol = {tol:g} for {patience} "
-                                   "iterations (an infeasible problem, or too few iterations per halving)")
-        if it % (10 * check_every) == 0:
+            max_iter_reached(f"minimum-trace ADMM stalled: the worst of residual, PSD violation and gap "
+                             f"stayed at {worst:.3g} > tol = {tol:g} for {patience} iterations (an "
+                             "infeasible problem, or a slow tail)", on_max_iter)
+            return MinTraceResult(S, False, it, **cert)
+        if it % (10 * check_every) == 0 and it <= adapt_iter:
             rho, U = _balance(rho, U, _scalar(((Z - S) ** 2).sum()) ** 0.5,
                               rho * _scalar(((S - S_prev) ** 2).sum()) ** 0.5)
     max_iter_reached(f"minimum-trace ADMM reached max_iter = {max_iter} with residual "
