@@ -10,7 +10,8 @@ peak resident memory (``ru_maxrss``, interpreter and NumPy included) is its own.
 ``--backend cupy`` fills the CuPy column (a GPU).  The table is printed and
 written to ``benchmarks/results/min_trace.json`` (``min_trace_cupy.json``).
 
-Run: ``python benchmarks/bench_min_trace.py [--backend numpy|cupy] [--skip-large]``.
+Run: ``python benchmarks/bench_min_trace.py [--backend numpy|cupy] [--skip-large] [--out FILE]``
+(on a GPU: stage "minimum trace against d" of ``benchmarks/gpu.sh``, ``GPU_EXTRA=1``).
 """
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ def _child(ensemble: str, d: int, backend: str) -> None:
     t0 = time.perf_counter()
     res = min_trace_admm(op, to_device(b, xp), tol=s["tol"], on_max_iter="return")
     if backend == "cupy":
-        xp.cuda.Stream.null.synchronize()
+        xp.cuda.Device().synchronize()
     seconds = time.perf_counter() - t0
     err = float(np.linalg.norm(to_host(res.S) - S) / np.linalg.norm(S))
     print("RESULT " + json.dumps(dict(
@@ -65,6 +66,8 @@ def main(argv=None) -> int:
     p.add_argument("--skip-large", action="store_true", help="leave out d = 200")
     p.add_argument("--blas-threads", type=int, default=1,
                    help="BLAS threads of each case (0: leave the environment alone); default 1")
+    p.add_argument("--out", default=None, help="the record to write (default: benchmarks/results/"
+                   "min_trace.json, or min_trace_cupy.json with --backend cupy)")
     p.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
@@ -92,7 +95,7 @@ def main(argv=None) -> int:
         what=("minimum-trace recovery by matrix-free ADMM (aimlib.convex.min_trace_admm), float64, "
               f"{args.backend} backend, setting {SETTING}; seconds is the solver only; maxrss_mb the peak "
               "resident memory of the case's subprocess (interpreter and data included)."),
-        cases=rows))
+        cases=rows), args.out)
     return 0
 
 
