@@ -10,7 +10,8 @@ import pytest
 from aimlib.backend import to_device, to_host
 from aimlib.channels import make_channel
 from aimlib.convex import (GaussianMeasurements, SoftmaxDifferences, conjugate_gradient,
-                           min_trace_admm, min_trace_solve, softmax_measurements, softmax_targets)
+                           min_trace_admm, min_trace_solve, recovery_trial, softmax_measurements,
+                           softmax_targets)
 from aimlib.errors import ConvergenceError
 from aimlib.model import sample_dataset, sample_teacher
 
@@ -60,7 +61,8 @@ def test_preconditioned_cg_solves_a_positive_definite_system():
 
 
 @needs_cvxpy
-@pytest.mark.parametrize("ensemble, d, alpha", [("softmax", 10, 0.2), ("softmax", 12, 0.12),
+@pytest.mark.parametrize("ensemble, d, alpha", [("softmax", 10, 0.2),
+                                                pytest.param("softmax", 12, 0.12, marks=pytest.mark.slow),
                                                 ("gaussian", 10, 0.1), ("gaussian", 12, 0.12)])
 def test_admm_agrees_with_cvxpy(ensemble, d, alpha):
     """Above and below the transition: the same optimum, to both solvers' tolerance."""
@@ -95,6 +97,16 @@ def test_unconverged_is_never_reported_solved():
     assert not res.converged and max(res.residual, abs(res.gap)) > 1e-9
 
 
+@pytest.mark.parametrize("measurements", ["softmax", "gaussian"])
+def test_recovery_trial_through_admm(measurements):
+    """Well above alpha_cvx(0.25) = 0.147 the teacher comes back, to the solver's tolerance."""
+    row = recovery_trial(measurements, 16, 0.25, 0.3, seed=2, solver="admm", tol=1e-7)
+    assert row["converged"] and row["solver"] == "admm" and row["rel_error"] < 1e-5
+    low = recovery_trial(measurements, 16, 0.25, 0.08, seed=2, solver="admm", tol=1e-5,
+                         on_max_iter="return")
+    assert low["rel_error"] > 1e-2     # below the transition: another matrix of smaller trace
+
+
 class _Trace:
     """One measurement, Tr S: with b < 0 no PSD matrix is feasible."""
     m, d, xp = 1, 3, np
@@ -122,6 +134,7 @@ def test_infeasible_problem_stalls_and_raises():
     (lambda: min_trace_admm(object(), np.ones(1)), TypeError, "measurement map"),
     (lambda: GaussianMeasurements(5, 0), ValueError, "m"),
     (lambda: softmax_targets(2, 2), ValueError, "exactly one"),
+    (lambda: recovery_trial("gaussian", 6, 0.5, 0.5, solver="cvx"), ValueError, "solver"),
 ])
 def test_bad_inputs(call, exc, match):
     with pytest.raises(exc, match=match):
