@@ -10,8 +10,8 @@ import pytest
 from aimlib.backend import to_device, to_host
 from aimlib.channels import make_channel
 from aimlib.convex import (GaussianMeasurements, SoftmaxDifferences, conjugate_gradient,
-                           min_trace_admm, min_trace_solve, recovery_trial, softmax_measurements,
-                           softmax_targets)
+                           min_trace_admm, min_trace_solve, psd_projection, recovery_trial,
+                           softmax_measurements, softmax_targets)
 from aimlib.errors import ConvergenceError
 from aimlib.model import sample_dataset, sample_teacher
 
@@ -49,6 +49,15 @@ def test_gaussian_map_regenerates_the_same_matrices():
     assert np.allclose(to_host(op.forward(S)), np.einsum("kij,ij->k", A, S), atol=1e-12)
     # standard Gaussian of the symmetric matrices: E ||A_k||^2 = d(d+1)/2 = 15 (23 draws: se 1.2)
     assert abs((A**2).sum(axis=(1, 2)).mean() - 15) < 5
+
+
+def test_psd_projection_is_the_nearest_psd_matrix():
+    rng = np.random.default_rng(1)
+    M = rng.standard_normal((6, 6))
+    M = M + M.T
+    P = psd_projection(M)
+    assert np.linalg.eigvalsh(P)[0] > -1e-12 and np.allclose(P @ (P - M), 0, atol=1e-10)  # P _|_ (P - M)
+    assert np.linalg.eigvalsh(P - M)[0] > -1e-12                                        # P - M >= 0
 
 
 def test_preconditioned_cg_solves_a_positive_definite_system():
@@ -132,6 +141,7 @@ def test_infeasible_problem_stalls_and_raises():
     (lambda: min_trace_admm(_Trace(), np.ones(1), tol=0.5), ValueError, "tol"),
     (lambda: min_trace_admm(_Trace(), np.ones(1), on_max_iter="ignore"), ValueError, "on_max_iter"),
     (lambda: min_trace_admm(object(), np.ones(1)), TypeError, "measurement map"),
+    (lambda: min_trace_admm(_Trace(), np.ones(1), cg_max_iter=0), ValueError, "cg_max_iter"),
     (lambda: GaussianMeasurements(5, 0), ValueError, "m"),
     (lambda: softmax_targets(2, 2), ValueError, "exactly one"),
     (lambda: recovery_trial("gaussian", 6, 0.5, 0.5, solver="cvx"), ValueError, "solver"),

@@ -100,10 +100,10 @@ def conjugate_gradient(apply, rhs, x0, *, tol: float, max_iter: int, preconditio
 
 
 def psd_projection(M):
-    """``(Pi_PSD(M), lambda_min(M))`` for a symmetric ``M``: negative eigenvalues set to 0."""
+    """``Pi_PSD(M)``, the nearest PSD matrix in Frobenius norm: ``M``'s negative eigenvalues set to 0."""
     xp = get_array_module(M)
     lam, V = xp.linalg.eigh((M + M.T) / 2)
-    return (V * xp.maximum(lam, 0.0)) @ V.T, _scalar(lam[0])
+    return (V * xp.maximum(lam, 0.0)) @ V.T
 
 
 def _check_start(S0, d: int, xp):
@@ -134,7 +134,8 @@ def _certificate(op, b, S, Aw, w, rho: float) -> dict:
             "gap": (trace - bound) / (1.0 + abs(trace) + abs(bound)), "trace": trace, "dual_bound": bound}
 
 
-def _check_options(op, b, tol, max_iter, penalty, check_every, patience, on_max_iter):
+def _check_options(op, b, tol, max_iter, penalty, check_every, patience, cg_max_iter, adapt_iter,
+                   on_max_iter):
     """Validate the solver's arguments; return ``b`` on the map's module."""
     for name in ("m", "d", "xp", "forward", "adjoint"):
         if not hasattr(op, name):
@@ -147,6 +148,8 @@ def _check_options(op, b, tol, max_iter, penalty, check_every, patience, on_max_
     v.positive("penalty", penalty)
     v.integer("check_every", check_every, minimum=1)
     v.integer("patience", patience, minimum=1)
+    v.integer("cg_max_iter", cg_max_iter, minimum=1)
+    v.integer("adapt_iter", adapt_iter, minimum=0)
     check_on_max_iter(on_max_iter)
     return to_device(b, op.xp).astype(float)
 
@@ -187,7 +190,8 @@ def min_trace_admm(op, b, *, tol: float = 1e-6, max_iter: int = 20_000, S0=None,
     -------
     MinTraceResult
     """
-    b = _check_options(op, b, tol, max_iter, penalty, check_every, patience, on_max_iter)
+    b = _check_options(op, b, tol, max_iter, penalty, check_every, patience, cg_max_iter, adapt_iter,
+                       on_max_iter)
     xp, d, rho = op.xp, op.d, float(penalty)
     gram = lambda u: op.forward(op.adjoint(u))  # noqa: E731  (A A^*)
     S = _check_start(S0, d, xp)
@@ -200,7 +204,7 @@ def min_trace_admm(op, b, *, tol: float = 1e-6, max_iter: int = 20_000, S0=None,
                                   precondition=precondition)
         Aw = op.adjoint(w)
         Z = V - Aw
-        S_prev, (S, _) = S, psd_projection(Z + U)
+        S_prev, S = S, psd_projection(Z + U)
         U = U + Z - S
         if it % check_every and it != max_iter:
             continue
