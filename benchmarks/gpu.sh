@@ -15,7 +15,8 @@
 # about 110 s for d = 1000 in stage 1 (d = 1200 needs ~170 s more: it lands only on a fast run),
 # 120, 40, 100 and 35 s for stages 2-5.
 # GPU_EXTRA=1 adds, after these, the unit tests on CuPy (87 s with -n 12 on an H200, TESTS_S),
-# gradient descent at d = 200 and GAMP-RIE time per iteration against d (AMP_D): raise TOTAL_S.
+# gradient descent at d = 200, GAMP-RIE time per iteration against d (AMP_D) and the minimum-trace
+# ADMM solver against d (MINTRACE_S): raise TOTAL_S.
 # Everything printed is also written to $RESULTS/gpu_run.log.  The exit status says whether all
 # stages passed.
 #
@@ -68,6 +69,8 @@ if [[ ${GPU_EXTRA:-0} == 1 ]]; then
     stage "GAMP-RIE against d" "${AMP_S:-300}" $PY benchmarks/bench_amp_scaling.py --backend cupy \
         --d ${AMP_D:-500 1000 2000} --converge --memory-mb "${AMP_MEMORY_MB:-65536}" \
         --out "$RESULTS/amp_scaling_cupy.json"
+    stage "minimum trace against d" "${MINTRACE_S:-120}" $PY benchmarks/bench_min_trace.py --backend cupy \
+        --out "$RESULTS/min_trace_cupy.json"
 fi
 echo "== done in ${SECONDS}s (status $status)"
 exit $status

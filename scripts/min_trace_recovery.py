@@ -1,10 +1,18 @@
-"""Minimum-trace recovery at small d: softmax measurements against Gaussian ones of the same count.
+"""Minimum-trace recovery: softmax measurements against Gaussian ones of the same count.
 
-Writes ``book/data/min_trace_recovery.csv`` (chapter "What training learns"): one row
-per solve, the alpha grid placed around the finite-d statistical dimension,
-``alpha = f * 2 delta(d, r) / ((T^2 + T - 2) d^2)``.  About three minutes on one core::
+Writes one row per solve (chapter "What training learns"), the alpha grid placed
+around the finite-d statistical dimension, ``alpha = f * 2 delta(d, r) / ((T^2 + T - 2) d^2)``.
+Two grids:
 
-    python scripts/min_trace_recovery.py [--out book/data/min_trace_recovery.csv]
+* ``--grid small`` (default): ``d = 12, 16, 20``, 8 seeds, CVXPY + SCS, to
+  ``book/data/min_trace_recovery.csv``; about three minutes on one core;
+* ``--grid scale``: ``d = 50``, 4 seeds, ``f = 0.9, 1.0, 1.1``, the matrix-free
+  ADMM solver (``tol = 1e-5``), to ``book/data/min_trace_scale.csv``; about half
+  an hour on one core (``OPENBLAS_NUM_THREADS=1``).
+
+::
+
+    python scripts/min_trace_recovery.py [--grid small|scale] [--out FILE]
 """
 from __future__ import annotations
 
@@ -12,31 +20,43 @@ import sys
 
 from aimlib.channels import softmax_k
 from aimlib.convex import MEASUREMENTS, recovery_trial, statistical_dimension_finite
-from _rows import data_parser, write_rows
+from _rows import DATA, data_parser, write_rows
 
-COMMAND = "python scripts/min_trace_recovery.py"
-RHOS, DIMS, SEEDS, T = (0.25, 0.5), (12, 16, 20), range(8), 2
-FACTORS = (0.6, 0.8, 0.9, 0.95, 1.0, 1.05, 1.1, 1.2, 1.4)
+RHOS, T = (0.25, 0.5), 2
 COLUMNS = ["measurements", "d", "r", "rho", "T", "alpha", "f", "seed", "m", "rel_error"]
+GRIDS = {
+    "small": dict(file="min_trace_recovery.csv", command="python scripts/min_trace_recovery.py",
+                  dims=(12, 16, 20), seeds=range(8), samples=2000, columns=COLUMNS,
+                  factors=(0.6, 0.8, 0.9, 0.95, 1.0, 1.05, 1.1, 1.2, 1.4),
+                  options=dict(on_max_iter="return")),
+    "scale": dict(file="min_trace_scale.csv",
+                  command="OPENBLAS_NUM_THREADS=1 python scripts/min_trace_recovery.py --grid scale",
+                  dims=(50,), seeds=range(4), samples=400, factors=(0.9, 1.0, 1.1),
+                  columns=COLUMNS + ["iterations", "converged"],
+                  options=dict(solver="admm", tol=1e-5, max_iter=20_000, on_max_iter="return")),
+}
 
 
-def rows():
-    """Every solve of the grid, as dicts with the columns of :data:`COLUMNS`."""
+def rows(grid: dict):
+    """Every solve of ``grid``, as dicts with the grid's columns."""
     for rho in RHOS:
-        for d in DIMS:
-            delta = statistical_dimension_finite(d, round(rho * d), samples=2000, seed=0).delta
-            for f in FACTORS:
+        for d in grid["dims"]:
+            delta = statistical_dimension_finite(d, round(rho * d), samples=grid["samples"], seed=0).delta
+            for f in grid["factors"]:
                 alpha = f * 2 * delta / (softmax_k(T) * d * d)
                 for meas in MEASUREMENTS:
-                    for seed in SEEDS:
-                        row = recovery_trial(meas, d, rho, alpha, T, seed, on_max_iter="return")
+                    for seed in grid["seeds"]:
+                        row = recovery_trial(meas, d, rho, alpha, T, seed, **grid["options"])
                         yield {**row, "f": float(f)}
 
 
 def main(argv=None) -> int:
-    parser = data_parser(__doc__, "min_trace_recovery.csv")
+    parser = data_parser(__doc__, None)
+    parser.add_argument("--grid", choices=sorted(GRIDS), default="small", help="which grid to run")
     args = parser.parse_args(argv)
-    return write_rows(args.out, COMMAND, COLUMNS, rows())
+    grid = GRIDS[args.grid]
+    out = args.out or str(DATA / grid["file"])
+    return write_rows(out, grid["command"], grid["columns"], rows(grid))
 
 
 if __name__ == "__main__":

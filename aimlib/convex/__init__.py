@@ -4,15 +4,23 @@ Book, chapter "What training learns".  Weight decay on a wide factorised student
 ``S = W W^T`` becomes, as its strength goes to zero, the minimum-trace PSD matrix
 consistent with the data.  :mod:`~.cone` gives the statistical dimension of the
 descent cone (``psi(rho) d^2``) and the threshold ``alpha_cvx``; :mod:`~.sdp`
-solves the semidefinite program at small ``d`` (needs ``cvxpy`` and ``scs``).
+solves the semidefinite program at small ``d`` (needs ``cvxpy`` and ``scs``);
+:mod:`~.first_order` solves it at scale by ADMM, matrix-free through the
+measurement maps of :mod:`~.operators` (the index operator
+:class:`aimlib.index_map.IndexMap` for softmax data).
 """
 from .cone import (FiniteStatisticalDimension, StatisticalDimension, goe_frobenius,
                    min_trace_threshold, semicircle_tail, statistical_dimension,
                    statistical_dimension_finite)
-from .sdp import (MEASUREMENTS, gaussian_measurements, min_trace_estimate, min_trace_solve,
+from .first_order import MinTraceResult, conjugate_gradient, min_trace_admm, psd_projection
+from .operators import (GaussianMeasurements, SoftmaxDifferences, measurement_pairs,
+                        softmax_targets)
+from .sdp import (MEASUREMENTS, SOLVERS, gaussian_measurements, min_trace_estimate, min_trace_solve,
                   recovery_trial, softmax_measurements)
 
 __all__ = ["StatisticalDimension", "FiniteStatisticalDimension", "semicircle_tail",
            "goe_frobenius", "statistical_dimension", "statistical_dimension_finite",
            "min_trace_threshold", "softmax_measurements", "gaussian_measurements",
-           "min_trace_solve", "min_trace_estimate", "recovery_trial", "MEASUREMENTS"]
+           "min_trace_solve", "min_trace_estimate", "recovery_trial", "MEASUREMENTS", "SOLVERS",
+           "MinTraceResult", "conjugate_gradient", "min_trace_admm", "psd_projection",
+           "GaussianMeasurements", "SoftmaxDifferences", "measurement_pairs", "softmax_targets"]

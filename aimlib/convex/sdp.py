@@ -4,7 +4,8 @@ Book, chapter "What training learns".  Two measurement ensembles of the same
 count: the softmax data's own (the differences of indices within each sample,
 :func:`softmax_measurements`) and i.i.d. Gaussian ones (:func:`gaussian_measurements`),
 for which the transition sits at the statistical dimension of the descent cone.
-The semidefinite program is solved by CVXPY with SCS (``pip install 'aimlib[convex]'``).
+The semidefinite program is solved by CVXPY with SCS (``pip install 'aimlib[convex]'``);
+:mod:`~.first_order` solves it matrix-free at large ``d``.
 """
 from __future__ import annotations
 
@@ -15,26 +16,29 @@ import numpy as np
 from .. import _validate as v
 from .._optional import optional_import
 from ..channels import make_channel
-from ..channels.softmax import check_beta
 from ..backend import to_host
 from ..errors import ConvergenceError, check_on_max_iter, max_iter_reached
 from ..model import estimation_error, n_samples, sample_dataset, sample_teacher, teacher_width
 from ..channels import softmax_k
 from .cone import goe_frobenius
+from .first_order import min_trace_admm
+from .operators import (GaussianMeasurements, SoftmaxDifferences, measurement_pairs,
+                        softmax_targets)
 
 __all__ = ["softmax_measurements", "gaussian_measurements", "min_trace_solve",
-           "min_trace_estimate", "recovery_trial", "MEASUREMENTS"]
+           "min_trace_estimate", "recovery_trial", "MEASUREMENTS", "SOLVERS"]
 
 #: the measurement ensembles of :func:`recovery_trial`
 MEASUREMENTS = ("softmax", "gaussian")
+#: the solvers of :func:`recovery_trial`
+SOLVERS = ("scs", "admm")
 
 
 def softmax_measurements(X, *, h=None, y=None, beta=None):
     r"""The exact linear measurements of ``S`` in softmax data: ``h_ab - h_11``, ``a <= b``.
 
-    The output fixes ``z_ab = beta h_ab + c_a`` (``z = log y``, one unknown
-    constant per row); with ``h`` symmetric, ``h_ab - h_11 = (z_ab - z_a1 + z_1a - z_11)/beta``
-    for the ``(T^2 + T - 2)/2`` pairs ``a <= b``, ``(a, b) != (1, 1)``.  As a
+    The values ``b`` are :func:`~.operators.softmax_targets`, for the
+    ``(T^2 + T - 2)/2`` pairs ``a <= b``, ``(a, b) != (1, 1)``.  As a
     function of ``S`` (``h_ab = (x_a^T S x_b - delta_ab Tr S)/sqrt d``),
 
     .. math::  h_{ab} - h_{11} = \langle A_{ab}, S\rangle,\quad
@@ -57,21 +61,9 @@ def softmax_measurements(X, *, h=None, y=None, beta=None):
     b : array of shape (n (T^2+T-2)/2,)
     """
     X = np.asarray(to_host(v.finite_array("X", X, ndim=3)), dtype=float)
-    if (h is None) == (y is None):
-        raise ValueError("give exactly one of h (indices) and y (softmax outputs)")
-    if y is not None:
-        y = np.asarray(to_host(v.finite_array("y", y, ndim=3)), dtype=float)
-        if beta is None or not np.all(y > 0):
-            raise ValueError("y must hold positive softmax outputs, with beta given")
-        z = np.log(y) / check_beta(beta)
-    else:
-        z = np.asarray(to_host(v.finite_array("h", h, ndim=3)), dtype=float)
     n, T, d = X.shape
-    if z.shape != (n, T, T):
-        raise ValueError(f"h or y must have shape {(n, T, T)} to match X, got {z.shape}")
-    pairs = [(a, b) for a in range(T) for b in range(a, T) if (a, b) != (0, 0)]
-    ia, ib = np.array(pairs).T
-    b = (z[:, ia, ib] - z[:, ia, 0] + z[:, 0, ia] - z[:, :1, 0]).reshape(-1)
+    b = softmax_targets(n, T, h=h, y=y, beta=beta)
+    ia, ib = measurement_pairs(T)
     xa, xb, x1 = X[:, ia, :], X[:, ib, :], X[:, :1, :]
     outer = (xa[..., :, None] * xb[..., None, :] + xb[..., :, None] * xa[..., None, :]) / 2
     A = outer - x1[..., :, None] * x1[..., None, :] + (ia != ib)[:, None, None] * np.eye(d)
@@ -141,7 +133,7 @@ def min_trace_estimate(X, *, h=None, y=None, beta=None, **solver):
 
 
 def recovery_trial(measurements: str, d: int, rho: float, alpha: float, T: int = 2,
-                   seed=0, **solver) -> dict:
+                   seed=0, solver: str = "scs", **options) -> dict:
     r"""One minimum-trace solve: teacher and measurements from ``seed``, the relative error.
 
     ``measurements='softmax'`` samples a softmax data set (``n = round(alpha d^2)``
@@ -149,25 +141,44 @@ def recovery_trial(measurements: str, d: int, rho: float, alpha: float, T: int =
     ``'gaussian'`` draws a teacher and the same number
     ``m = n (T^2 + T - 2)/2`` of Gaussian measurements.  ``seed`` (int or Generator;
     an int is recorded in the row) draws both from its data stream
-    (:func:`aimlib._validate.run_streams`), as every run draws its training data;
-    ``solver`` goes to :func:`min_trace_solve`.
+    (:func:`aimlib._validate.run_streams`), as every run draws its training data.
+    ``solver='scs'`` builds the measurement matrices and calls
+    :func:`min_trace_solve`; ``'admm'`` stays matrix-free
+    (:class:`~.operators.SoftmaxDifferences`, :class:`~.operators.GaussianMeasurements`,
+    a different draw of the Gaussian ``A_k``) and calls
+    :func:`~.first_order.min_trace_admm`.  ``options`` go to the solver.
 
     Returns
     -------
     dict
         ``measurements, d, r, rho, T, alpha, seed, m, rel_error`` with
-        ``rel_error = ||S_hat - S||_F / ||S||_F``.
+        ``rel_error = ||S_hat - S||_F / ||S||_F`` (and ``solver``, ``iterations``
+        for ``'admm'``).
     """
     v.choice("measurements", measurements, MEASUREMENTS)
+    v.choice("solver", solver, SOLVERS)
     T = v.integer("T", T, minimum=2)
     rng = v.run_streams(seed).data
     if measurements == "softmax":
         data = sample_dataset(alpha, d, T, rho, make_channel("softmax"), rng, backend="numpy")
-        S, (A, b) = data.S, softmax_measurements(data.X, y=data.y, beta=1.0)
+        S = data.S
     else:
         S = sample_teacher(d, rho, rng, backend="numpy")
-        A, b = gaussian_measurements(S, n_samples(alpha, d) * softmax_k(T) // 2, rng)
-    S_hat = min_trace_solve(A, b, **solver)
+        m = n_samples(alpha, d) * softmax_k(T) // 2
+    if solver == "admm":
+        if measurements == "softmax":
+            op, b = SoftmaxDifferences(data.X), softmax_targets(data.n, T, y=data.y, beta=1.0)
+        else:
+            op = GaussianMeasurements(d, m, rng, backend="numpy")
+            b = op.forward(S)
+        res = min_trace_admm(op, b, **options)
+        S_hat, extra = to_host(res.S), {"solver": solver, "iterations": res.iterations,
+                                        "converged": res.converged}
+    else:
+        A, b = (softmax_measurements(data.X, y=data.y, beta=1.0) if measurements == "softmax"
+                else gaussian_measurements(S, m, rng))
+        S_hat, extra = min_trace_solve(A, b, **options), {}
     rel = np.sqrt(estimation_error(S_hat, S) / estimation_error(np.zeros_like(S), S))
     return {"measurements": measurements, "d": d, "r": teacher_width(d, rho), "rho": float(rho),
-            "T": T, "alpha": float(alpha), "seed": v.seed_label(seed), "m": len(b), "rel_error": float(rel)}
+            "T": T, "alpha": float(alpha), "seed": v.seed_label(seed), "m": len(b),
+            "rel_error": float(rel), **extra}

@@ -1,0 +1,173 @@
+r"""Matrix-free measurement maps ``A: S -> (<A_k, S>)_k`` for minimum-trace recovery, with adjoints.
+
+Book, chapter "What training learns".  Two ensembles, each an object with
+``m``, ``d``, ``xp``, ``forward(S)`` (shape ``(m,)``) and ``adjoint(w)``
+(``sum_k w_k A_k``, symmetric ``(d, d)``), so that ``<A(S), w> = <S, A^*(w)>``
+with the Euclidean and Frobenius inner products:
+
+* :class:`SoftmaxDifferences`: the exact linear measurements of softmax data,
+  ``h_ab(S) - h_11(S)`` for the pairs of :func:`measurement_pairs`, through the
+  index operator :class:`aimlib.index_map.IndexMap` (no ``d x d`` matrix per
+  measurement);
+* :class:`GaussianMeasurements`: i.i.d. standard Gaussian symmetric ``A_k``
+  (:func:`aimlib.convex.cone.goe_frobenius`), drawn chunk by chunk from a
+  seed and drawn again from it whenever a chunk is needed; up to ``cache_mb``
+  of chunks are kept.  The ``A_k`` are the i.i.d. Gaussian ensemble itself (no
+  structured surrogate), so its transition is the statistical dimension's.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _validate as v
+from ..backend import module_named, to_device, to_host
+from ..channels.softmax import check_beta
+from ..index_map import IndexMap
+from .cone import goe_frobenius
+
+__all__ = ["measurement_pairs", "softmax_targets", "SoftmaxDifferences", "GaussianMeasurements"]
+
+
+def measurement_pairs(T: int):
+    """The pairs ``(a, b)``, ``a <= b``, ``(a, b) != (1, 1)`` of one sample: two int arrays of length ``(T^2+T-2)/2``."""
+    T = v.integer("T", T, minimum=2)
+    pairs = [(a, b) for a in range(T) for b in range(a, T) if (a, b) != (0, 0)]
+    ia, ib = np.array(pairs).T
+    return ia, ib
+
+
+def softmax_targets(n: int, T: int, *, h=None, y=None, beta=None) -> np.ndarray:
+    r"""The values ``b = h_ab - h_11`` (pairs of :func:`measurement_pairs`) that softmax data fix.
+
+    The output fixes ``z_ab = beta h_ab + c_a`` (``z = log y``, one unknown
+    constant per row); with ``h`` symmetric,
+    ``h_ab - h_11 = (z_ab - z_a1 + z_1a - z_11)/beta``.  Exactly one of
+    ``h`` (indices known up to one constant per row) and ``y`` (positive
+    softmax outputs, with ``beta``), of shape ``(n, T, T)``.  Returns a host
+    array of shape ``(n (T^2+T-2)/2,)``, sample-major.
+    """
+    if (h is None) == (y is None):
+        raise ValueError("give exactly one of h (indices) and y (softmax outputs)")
+    if y is not None:
+        y = np.asarray(to_host(v.finite_array("y", y, ndim=3)), dtype=float)
+        if beta is None or not np.all(y > 0):
+            raise ValueError("y must hold positive softmax outputs, with beta given")
+        z = np.log(y) / check_beta(beta)
+    else:
+        z = np.asarray(to_host(v.finite_array("h", h, ndim=3)), dtype=float)
+    if z.shape != (n, T, T):
+        raise ValueError(f"h or y must have shape {(n, T, T)} to match X, got {z.shape}")
+    ia, ib = measurement_pairs(T)
+    return (z[:, ia, ib] - z[:, ia, 0] + z[:, 0, ia] - z[:, :1, 0]).reshape(-1)
+
+
+class SoftmaxDifferences:
+    r"""``A(S)_{mu,(a,b)} = h_ab(S) - h_11(S)`` for tokens ``X`` (n, T, d), matrix-free.
+
+    With ``P = (T^2+T-2)/2`` pairs per sample, ``m = n P``.  The adjoint of
+    ``w`` is :meth:`IndexMap.adjoint` of the ``G`` with ``G_ab = G_ba = w_ab/2``
+    (``a < b``), ``G_aa = w_aa`` and ``G_11 = -sum_(a,b) w_ab`` per sample.
+    ``memory_mb``, ``chunk_size``: as for :class:`aimlib.index_map.IndexMap`.
+    """
+
+    def __init__(self, X, *, memory_mb: float = v.MEMORY_MB, chunk_size: int | None = None):
+        self.index = IndexMap(X, memory_mb=memory_mb, chunk_size=chunk_size)
+        self.xp, self.d = self.index.xp, self.index.d
+        self.ia, self.ib = measurement_pairs(self.index.T)
+        self.m = self.index.n * len(self.ia)
+
+    def forward(self, S):
+        """The ``m`` measurements of the symmetric ``(d, d)`` matrix ``S``."""
+        h = self.index.forward(S)
+        return (h[:, self.ia, self.ib] - h[:, :1, 0]).reshape(-1)
+
+    def adjoint(self, w):
+        """``sum_k w_k A_k`` for ``w`` of shape ``(m,)``."""
+        xp, n, T = self.xp, self.index.n, self.index.T
+        W = to_device(w, xp).reshape(n, len(self.ia))
+        G = xp.zeros((n, T, T), dtype=W.dtype)
+        G[:, self.ia, self.ib] += W / 2
+        G[:, self.ib, self.ia] += W / 2
+        G[:, 0, 0] -= W.sum(axis=1)
+        return self.index.adjoint(G)
+
+    def gram_blocks(self):
+        r"""The diagonal blocks of ``A A^*``, one ``P x P`` per sample: ``(n, P, P)``, from token products only.
+
+        With ``A_p = sym(x_a x_b^T) - x_1 x_1^T + c_p I`` (over ``sqrt d``,
+        ``c_p = 1 - delta_ab``) and ``<sym(a b^T), sym(e f^T)> = ((a.e)(b.f) + (a.f)(b.e))/2``,
+        every entry is a polynomial in the ``T x T`` Gram matrix of the sample's
+        tokens: ``O(n T^2 d)`` work in all, no ``d x d`` matrix.
+        """
+        xp, X, d = self.xp, self.index.X, self.d
+        Gm = X @ xp.swapaxes(X, 1, 2)                                  # (n, T, T)
+        ia, ib = np.concatenate([[0], self.ia]), np.concatenate([[0], self.ib])
+        inner = (Gm[:, ia[:, None], ia[None, :]] * Gm[:, ib[:, None], ib[None, :]]
+                 + Gm[:, ia[:, None], ib[None, :]] * Gm[:, ib[:, None], ia[None, :]]) / 2
+        s = inner[:, 1:, 1:] - inner[:, 1:, :1] - inner[:, :1, 1:] + inner[:, :1, :1]
+        c = xp.asarray((self.ia != self.ib).astype(float))
+        tr = Gm[:, self.ia, self.ib] - Gm[:, :1, 0]                    # <sym(x_a x_b^T) - x_1 x_1^T, I>
+        s = s + c[None, None, :] * tr[:, :, None] + c[None, :, None] * tr[:, None, :]
+        return (s + d * c[:, None] * c[None, :]) / d
+
+    def preconditioner(self):
+        """``r -> (block-diagonal of A A^*)^{-1} r``, per sample (:meth:`gram_blocks`), for conjugate gradients."""
+        xp, n = self.xp, self.index.n
+        blocks = self.gram_blocks()
+        P = blocks.shape[1]
+        inv = xp.linalg.inv(blocks + 1e-12 * xp.trace(blocks, axis1=1, axis2=2)[:, None, None] * xp.eye(P))
+        return lambda r: (inv @ r.reshape(n, P, 1)).reshape(-1)
+
+
+class GaussianMeasurements:
+    """``m`` i.i.d. standard Gaussian symmetric ``A_k`` in ``d x d``, regenerated from ``seed`` in chunks.
+
+    Chunk ``j`` (measurements ``j c .. (j+1) c - 1``, ``c`` of ``chunk_mb``) is
+    ``goe_frobenius(d, default_rng([key, j]), size)`` with ``key`` drawn once from
+    ``seed``, made on the host (the same ``A_k`` on every backend) and moved to
+    ``backend``'s device.  The first chunks, up to ``cache_mb``, are kept; the
+    others are drawn again at each pass (memory ``O(chunk + cache)``, never
+    ``m d^2`` unless the cache allows it).
+    """
+
+    def __init__(self, d: int, m: int, seed=None, *, backend: str | None = None,
+                 chunk_mb: float = 64.0, cache_mb: float = 1024.0):
+        self.d, self.m = v.integer("d", d, minimum=1), v.integer("m", m, minimum=1)
+        self.xp = module_named(backend)
+        self.key = int(v.generator(seed).integers(2**62))
+        per = 8 * self.d * self.d
+        self.chunk = max(1, min(self.m, int(v.positive("chunk_mb", chunk_mb) * 2**20 // per)))
+        self.cached = int(v.nonnegative("cache_mb", cache_mb) * 2**20 // (per * self.chunk))
+        self._cache: dict = {}
+
+    def matrices(self, j: int):
+        """Chunk ``j``'s matrices, shape ``(c, d, d)``, on ``xp`` (drawn again unless cached)."""
+        if j in self._cache:
+            return self._cache[j]
+        start = j * self.chunk
+        size = min(self.chunk, self.m - start)
+        A = to_device(goe_frobenius(self.d, np.random.default_rng([self.key, j]), size=size), self.xp)
+        if j < self.cached:
+            self._cache[j] = A
+        return A
+
+    def _chunks(self):
+        """``(start, A_chunk)`` over all measurements."""
+        for j in range(-(-self.m // self.chunk)):
+            yield j * self.chunk, self.matrices(j)
+
+    def forward(self, S):
+        """``(<A_k, S>)_k``, shape ``(m,)``."""
+        S = to_device(S, self.xp).reshape(-1)
+        out = self.xp.empty(self.m, dtype=S.dtype)
+        for s, A in self._chunks():
+            out[s:s + A.shape[0]] = A.reshape(A.shape[0], -1) @ S
+        return out
+
+    def adjoint(self, w):
+        """``sum_k w_k A_k``, symmetric ``(d, d)``."""
+        w = to_device(w, self.xp)
+        M = self.xp.zeros(self.d * self.d, dtype=w.dtype)
+        for s, A in self._chunks():
+            M += w[s:s + A.shape[0]] @ A.reshape(A.shape[0], -1)
+        return M.reshape(self.d, self.d)
