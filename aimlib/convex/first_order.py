@@ -21,7 +21,8 @@ the system in ``A A^*`` (``m x m``, positive definite for independent
 measurements) is solved by conjugate gradients, warm-started from the last
 ``w``, preconditioned by the map's ``preconditioner()`` where it has one, to a
 relative tolerance of a tenth of the last certificate's worst measure (at most
-``1e-2``, at least ``tol``): an inexact step early, an exact one near the end.  Its optimality condition ``I + rho (Z - S + U) = A^*(y)`` names the
+``1e-2``, at least ``tol``): an inexact step early, an exact one near the end.  Its optimality
+condition ``I + rho (Z - S + U) = A^*(y)`` names the
 multiplier ``y = -rho w`` of the measurements.
 
 **Certificate.**  The dual is ``max b^T y`` s.t. ``Lambda(y) = I - A^*(y) >= 0``.

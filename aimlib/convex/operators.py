@@ -29,7 +29,8 @@ __all__ = ["measurement_pairs", "softmax_targets", "SoftmaxDifferences", "Gaussi
 
 
 def measurement_pairs(T: int):
-    """The pairs ``(a, b)``, ``a <= b``, ``(a, b) != (1, 1)`` of one sample: two int arrays of length ``(T^2+T-2)/2``."""
+    """The pairs ``(a, b)``, ``a <= b``, ``(a, b) != (1, 1)`` of one sample: two int arrays of length
+    ``(T^2+T-2)/2``."""
     T = v.integer("T", T, minimum=2)
     pairs = [(a, b) for a in range(T) for b in range(a, T) if (a, b) != (0, 0)]
     ia, ib = np.array(pairs).T
