@@ -225,7 +225,7 @@ class SweepSpec:
     def _check_unused(self, given_beta: bool):
         """Refuse ``beta`` without a softmax channel, and non-Gaussian tokens with ``se``."""
         if given_beta and not set(self.channel) & set(WITH_BETA):
-            fail("beta", f"is the inverse temperature of channel {list(WITH_BETA)}; channel "
+            fail("beta", f"is the {', '.join(WITH_BETA)} channel's inverse temperature; channel "
                          f"{list(self.channel)} has none: remove 'beta'")
         if "se" in self.method and any(law != (("name", "gaussian"),) for law in self.tokens):
             fail("tokens", "method 'se' (the state evolution) assumes Gaussian tokens; put the "
