@@ -28,7 +28,7 @@ from .. import _validate as v
 from ..backend import to_host
 from ..channels import sigma2
 from .problem import make_problem
-from .steps import channel_step, diagonal_rows, estimate_indices, onsager_rows, prior_step
+from .steps import channel_step, estimate_indices, initial_state, onsager_rows, prior_step
 
 __all__ = ["LeaveOneOut", "leave_one_out"]
 
@@ -56,11 +56,7 @@ class LeaveOneOut:
 
 def _iterate(p, iterations):
     """``iterations`` undamped GAMP-RIE iterations from the priors' means; the last step's pieces."""
-    S_hat = [pr.mean(p.d, p.xp, p.dtype) for pr in p.priors]
-    V = [tuple(pr.sector_mmse((math.inf,))) for pr in p.priors]
-    V_ons = diagonal_rows(V)
-    g_prev = p.xp.zeros((p.n, len(S_hat), p.T, p.T), dtype=p.dtype)
-    g_new = p.xp.empty_like(g_prev)
+    S_hat, V, V_ons, g_prev, g_new = initial_state(p)
     for t in range(1, iterations + 1):
         delta, R, _, cov = channel_step(p, S_hat, V, V_ons, g_prev, g_new, t)
         S_hat, V, ons = prior_step(p, R, delta)

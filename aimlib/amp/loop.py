@@ -11,7 +11,7 @@ from ..errors import ConvergenceError
 from ..iteration import STOPS, Verdict, WindowRule
 from ..model import estimation_error
 from .square_step import square_channel_step
-from .steps import DELTA_MIN, channel_step, diagonal_rows, onsager_rows, prior_step
+from .steps import DELTA_MIN, channel_step, initial_state, onsager_rows, prior_step
 
 __all__ = ["StopRules", "BlockDrift", "STOPS", "IterationState", "PastIterates", "CYCLE_SPAN", "SKETCH",
            "STILL_FALLING", "recovering", "iterate", "layer_errors", "pack_layers", "per_layer", "stalled",
@@ -105,12 +105,8 @@ def iterate(p, rec, rules: StopRules, init_m=None, callback=None):
     xp, L = p.xp, len(p.priors)
     step = channel_step if p.priors[0].symmetric else square_channel_step
     max_iter, tol, m_floor = rules.max_iter, rules.tol, rules.m_floor
-    S_hat = p.init or [pr.mean(p.d, xp, p.dtype) for pr in p.priors]
-    V = ([tuple(pr.sector_mmse((math.inf,) * len(pr.sectors))) for pr in p.priors] if init_m is None
-         else [(float(x),) for x in init_m])
-    V_ons, m = (V if step is square_channel_step else diagonal_rows(V)), _total(V)
-    g_prev = xp.zeros((p.n if p.shards is None else 0, L, p.T, p.T), dtype=p.dtype)  # shards hold their own
-    g_new = xp.empty_like(g_prev)
+    S_hat, V, V_ons, g_prev, g_new = initial_state(p, step is square_channel_step, init_m)
+    m = _total(V)
     history, m_history = deque(maxlen=rules.lookback), deque(maxlen=rules.lookback + 1)
     drift = BlockDrift(rules.lookback) if rules.stop == "drift" else None
     window, verdict = None, None
