@@ -282,6 +282,15 @@ class DeepAttention(Channel):
         xp, _, g = self._log_z_and_g(y, omega, V)
         return to_device(g, xp)
 
+    def law_args(self, q, Q0, shared=0.0) -> tuple:
+        """Validated ``(q, Q0, V, s)`` of the estimates' law (``T = 2``): one overlap ``0 <= q_l <= Q0_l``
+        per layer, the errors ``V = Q0 - q`` and the known parts ``0 <= s_l <= q_l`` (``shared``: one
+        value or one per layer)."""
+        q, Q0, _, V = self._fisher_args(q, Q0, 2)
+        s = tuple(v.in_range(f"shared[{i}]", x, 0.0, q[i])
+                  for i, x in enumerate(np.broadcast_to(shared, (self.n_indices,))))
+        return q, Q0, V, s
+
     def output_moments(self, q, Q0, *, shared=0.0, cross: float = 0.0, n: int = 60_000, seed=0):
         r"""``F_{ll'} = 2 sum_{a<=b} Sigma_ab E[g_{l,ab} g_{l',ab}]`` by Monte Carlo, with standard errors.
 
@@ -306,11 +315,9 @@ class DeepAttention(Channel):
         (F, se) : two (L, L) arrays, the moments and their standard errors.
         """
         rng = v.generator(seed)
-        L = self.n_indices
-        q, Q0, _, V = self._fisher_args(q, Q0, 2)
-        s = tuple(v.in_range(f"shared[{i}]", x, 0.0, q[i]) for i, x in enumerate(np.broadcast_to(shared, (L,))))
+        q, Q0, V, s = self.law_args(q, Q0, shared)
         n = v.integer("n", n, minimum=100)
-        omega, h, _, _ = draw_law(q, Q0, s, v.real("cross", cross), L, n, rng)
+        omega, h, _, _ = draw_law(q, Q0, s, v.real("cross", cross), self.n_indices, n, rng)
         iu = np.triu_indices(2)
         g = self.g_out(self(h, seed=rng), omega, V)[..., iu[0], iu[1]]
         terms = 2 * np.einsum("nlk,nmk,k->nlm", g, g, sigma2(2)[iu])

@@ -101,13 +101,6 @@ class ResponseMoments:
     se: dict
 
 
-def _pair(name: str, x) -> tuple:
-    x = tuple(np.atleast_1d(np.asarray(x, dtype=float)).tolist())
-    if len(x) != 2:
-        raise ValueError(f"{name} must hold two values (one per layer), got {len(x)}")
-    return x
-
-
 def _finite_difference(ch, y, omega, V, eps: float):
     """``2 sum_k Sigma_k dg_{l,k}/d omega_{m,k}`` per sample by central differences: ``(n, L, L)``."""
     n, L = omega.shape[:2]
@@ -146,10 +139,7 @@ def response_moments(ch, q, Q0, *, shared=0.0, cross: float = 0.0, n: int = 200_
     rng = v.generator(seed)
     if ch.n_indices != 2:
         raise ValueError(f"ch must have two layers, got {ch!r}")
-    Q0 = tuple(v.positive(f"Q0[{i}]", x) for i, x in enumerate(_pair("Q0", Q0)))
-    q = tuple(v.in_range(f"q[{i}]", x, 0.0, Q0[i]) for i, x in enumerate(_pair("q", q)))
-    V = tuple(a - b for a, b in zip(Q0, q))
-    s = tuple(v.in_range(f"shared[{i}]", x, 0.0, q[i]) for i, x in enumerate(np.broadcast_to(shared, (2,))))
+    q, Q0, V, s = ch.law_args(q, Q0, shared)
     batches = v.integer("batches", batches, minimum=2)
     n = v.integer("n", n, minimum=100 * batches) // batches * batches
     omega, h, r, chol = draw_law(q, Q0, s, v.real("cross", cross), 2, n, rng)
