@@ -325,6 +325,7 @@ def test_linearised_two_overlap_se_has_the_counting_threshold(T):
 
 
 def test_student_gradient_and_row_differences():
+    from aimlib.index_map import IndexMap
     from aimlib.untied.student import _loss_and_gradient, row_differences
     d = 8
     S, S2 = u.sample_teacher_untied(d, 0.5, 0), u.sample_teacher_untied(d, 0.5, 5)
@@ -332,9 +333,10 @@ def test_student_gradient_and_row_differences():
     m = row_differences(X, S)
     assert np.allclose(np.diagonal(m, axis1=1, axis2=2), 0)
     assert m[0, 0, 1] == pytest.approx((X[0, 0] @ S @ X[0, 1] - X[0, 0] @ S @ X[0, 0] + np.trace(S)) / math.sqrt(d))
-    _, G = _loss_and_gradient(S2, X, m)
+    index = IndexMap(X, square=True)
+    _, G = _loss_and_gradient(index, S2, m)
     E, eps = np.random.default_rng(2).standard_normal((d, d)), 1e-6
-    fd = (_loss_and_gradient(S2 + eps * E, X, m)[0] - _loss_and_gradient(S2 - eps * E, X, m)[0]) / (2 * eps)
+    fd = (_loss_and_gradient(index, S2 + eps * E, m)[0] - _loss_and_gradient(index, S2 - eps * E, m)[0]) / (2 * eps)
     assert np.sum(G * E) == pytest.approx(fd, rel=1e-6)
 
 

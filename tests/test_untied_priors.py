@@ -10,6 +10,7 @@ import pytest
 from aimlib import untied as u
 from aimlib.amp.square_step import square_channel_step
 from aimlib.channels import UntiedSoftmax
+from aimlib.index_map import IndexMap
 from aimlib.errors import ConvergenceError
 from aimlib.priors import Gaussian, Rectangular, Sampled, check_prior, make_prior
 from aimlib.state_evolution import fixed_point
@@ -160,7 +161,8 @@ def test_square_step_does_not_depend_on_the_chunks():
     out = []
     for chunk in (n, 7):
         p = SimpleNamespace(xp=np, X=X, y=y, channel=UntiedSoftmax(), n=n, T=T, d=d, dtype=X.dtype,
-                            chunk_size=chunk, damping=0.5, damp_g=True)
+                            chunk_size=chunk, damping=0.5, damp_g=True,
+                            index=IndexMap(X, square=True, chunk_size=chunk))
         g_new = np.empty_like(g_prev)
         out.append((square_channel_step(p, [S_hat], [(0.2, 0.3)], [(0.15, 0.25)], g_prev, g_new, 2), g_new))
     ((deltas, R, noise, cov), g), ((deltas7, R7, noise7, cov7), g7) = out

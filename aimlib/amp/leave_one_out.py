@@ -28,7 +28,7 @@ from .. import _validate as v
 from ..backend import to_host
 from ..channels import sigma2
 from .problem import make_problem
-from .steps import channel_step, estimate_indices, initial_state, onsager_rows, prior_step
+from .steps import channel_step, initial_state, onsager_rows, prior_step
 
 __all__ = ["LeaveOneOut", "leave_one_out"]
 
@@ -68,12 +68,11 @@ def _iterate(p, iterations):
 def _without(p, mu, R, delta, cov, g):
     """The estimates denoised from ``R`` with sample ``mu``'s part of the backward pass taken out."""
     xp, d, L = p.xp, p.d, len(R)
-    Xm = p.X[mu]
     g_half = xp.full((p.T, p.T), 0.5, dtype=p.dtype) + 0.5 * xp.eye(p.T, dtype=p.dtype)
-    part = [Xm.T @ (g[k] * g_half) @ Xm - xp.trace(g[k]) * xp.eye(d, dtype=p.dtype) for k in range(L)]
+    part = p.index.from_sums(*p.index.sums(p.X[mu:mu + 1], (g * g_half)[:, None]))     # h^*(G) of sample mu
     out = []
     for ell, (prior, Rl, dl) in enumerate(zip(p.priors, R, delta)):
-        Rm = Rl - sum((2.0 * float(cov[ell, k]) / d ** 1.5) * part[k] for k in range(L))
+        Rm = Rl - sum((2.0 * float(cov[ell, k]) / d) * part[k] for k in range(L))
         out.append(prior.denoise((Rm + Rm.T) / 2, dl)[0])
     return out
 
@@ -108,8 +107,8 @@ def leave_one_out(X, y, channel, priors, *, iterations: int = 3, samples: int = 
     sums = {"full": 0.0, "diagonal": 0.0, "none": 0.0}
     num, den = [], []
     for mu in v.generator(seed).choice(p.n, samples, replace=False):
-        h = xp.stack([estimate_indices(p.X[mu:mu + 1], S, xp) for S in S_hat], axis=1)[0]
-        loo = xp.stack([estimate_indices(p.X[mu:mu + 1], S, xp)
+        h = xp.stack([p.index.indices(p.X[mu:mu + 1], S) for S in S_hat], axis=1)[0]
+        loo = xp.stack([p.index.indices(p.X[mu:mu + 1], S)
                         for S in _without(p, mu, R, delta, cov, g[mu])], axis=1)[0]
         omega = {k: to_host(h - sig2 * xp.einsum("lk,kab->lab", xp.asarray(M, dtype=p.dtype), g[mu]))
                  for k, M in (("full", O), ("diagonal", diag_O), ("none", 0 * O))}

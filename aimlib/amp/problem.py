@@ -8,6 +8,7 @@ import numpy as np
 from .. import _validate as v
 from ..backend import float_dtype, get_array_module, to_device
 from ..channels import Channel
+from ..index_map import IndexMap
 from ..priors import make_priors
 from ..tokens import TokenStream, draw_threads
 from .steps import chunk_size_for
@@ -20,7 +21,8 @@ class Problem:
     """The validated inputs of one GAMP-RIE run, on one device.
 
     ``X`` is an array ``(n, T, d)`` or a :class:`~aimlib.tokens.TokenStream` (regenerated tokens,
-    read ``X[s:s + chunk_size]`` in chunks aligned with the stream's).  ``shards``, when set
+    read ``X[s:s + chunk_size]`` in chunks aligned with the stream's); ``index`` is its index operator
+    (:class:`~aimlib.index_map.IndexMap`, square for square priors, in chunks of ``chunk_size``).  ``shards``, when set
     (:class:`~aimlib.amp.shards.Shards`), holds the samples' side of the channel step on Dask workers.
     """
 
@@ -39,6 +41,7 @@ class Problem:
     damping: float
     damp_g: bool
     damp_S: bool
+    index: IndexMap
     shards: object = None
 
 
@@ -91,4 +94,5 @@ def make_problem(X, y, channel, rho, S, init, dtype, chunk_size, memory_mb, damp
     return Problem(xp=xp, X=X, y=to_device(y, xp).astype(dt, copy=False),
                    S=_teachers("S", S, priors, d, xp, dt), init=_teachers("init", init, priors, d, xp, dt),
                    channel=channel, priors=priors, dtype=dt, n=n, T=T, d=d, chunk_size=chunk_size,
-                   damping=damping, damp_g=damp in ("messages", "both"), damp_S=damp in ("state", "both"))
+                   damping=damping, damp_g=damp in ("messages", "both"), damp_S=damp in ("state", "both"),
+                   index=IndexMap(X, square=not priors[0].symmetric, chunk_size=chunk_size))

@@ -11,13 +11,16 @@ parts of the estimate and ``V_ons`` their Onsager terms, for every sample
     \omega = h(\hat S) - C(V_{\rm ons})\, g_{\rm prev}, \qquad g = g_{\rm out}(y, \omega, V),
 
 ``C(V) = 2 V_A Pi_sym + 2 V_B Pi_anti`` the index covariance and ``h`` the
-non-symmetric indices (:func:`aimlib.model.indices_from_factors`); then the
+non-symmetric indices (the square :class:`aimlib.index_map.IndexMap`); then the
 backward step sees each part of ``S`` through its own noise ``Delta_s``:
 
 .. math::
 
-    R = \hat S + \sum_{s\in\{A, B\}} \frac{\Delta_s}{d}\,\Pi_s\Big[\frac1{\sqrt d}\sum_\mu
-        \big(X_\mu^\top g_\mu X_\mu - \operatorname{tr}(g_\mu) I\big)\Big].
+    R = \hat S + \sum_{s\in\{A, B\}} \frac{\Delta_s}{d}\,\Pi_s\, h^*(g), \qquad
+    h^*(g) = \frac1{\sqrt d}\sum_\mu \big(X_\mu^\top g_\mu X_\mu - \operatorname{tr}(g_\mu) I\big)
+
+(the adjoint of the square index operator, :class:`aimlib.index_map.IndexMap`; the chunk loop is
+the symmetric step's, :func:`aimlib.amp.steps.message_pass`).
 
 The channel (:class:`aimlib.channels.UntiedSoftmax`) provides ``g_out``, the
 covariance (``onsager_covariance``) and the noises ``Delta_s = 1/(alpha F_s(V))``
@@ -30,37 +33,35 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..errors import ConvergenceError
-from ..model import indices_from_factors
 from ..priors.gaussian import matrix_parts
+from .steps import message_pass
 
 __all__ = ["square_channel_step"]
 
 
-def _pass(p, S_hat, V, V_ons, g_prev, g_new, t):
-    """Forward, ``g_out`` and the backward sums over all samples, in chunks, for one layer.
+def _sums(p, S_hat, V, V_ons, g_prev, g_new, t):
+    """The chunk loop (:func:`aimlib.amp.steps.message_pass`) for the one square layer.
 
-    Returns ``(back, trace, squares)``: ``sum_mu X_mu^T g_mu X_mu`` (``d x d``),
-    ``sum_mu tr(g_mu)`` and ``(sum ||Pi_sym g||^2, sum ||g||^2)``.
+    Returns ``(H, (sq_A, sq))``: ``h^*(g) = (1/sqrt d) sum_mu (X_mu^T g_mu X_mu - tr(g_mu) I)``
+    (square, not symmetrised) and ``(sum ||Pi_sym g||^2, sum ||g||^2)``.
     """
-    xp, X, d, T, dt = p.xp, p.X, p.d, p.T, p.dtype
+    xp, T, dt = p.xp, p.T, p.dtype
     C = xp.asarray(p.channel.onsager_covariance(V_ons, T), dtype=dt)
-    back, trace, sq_A, sq = xp.zeros((d, d), dtype=dt), 0.0, 0.0, 0.0
-    for s in range(0, p.n, p.chunk_size):
-        Xc = X[s:s + p.chunk_size]
-        c = Xc.shape[0]
-        onsager = (g_prev[s:s + c, 0].reshape(c, T * T) @ C).reshape(c, T, T)
-        h = indices_from_factors((Xc.reshape(c * T, d) @ S_hat).reshape(c, T, d), Xc, xp.trace(S_hat),
-                                 math.sqrt(d))
-        g = xp.asarray(p.channel.g_out(p.y[s:s + c], h - onsager, V), dtype=dt)
-        if p.damp_g and t > 1:
-            g = (1.0 - p.damping) * g + p.damping * g_prev[s:s + c, 0]
-        g_new[s:s + c, 0] = g
-        back += Xc.reshape(c * T, d).T @ (g @ Xc).reshape(c * T, d)
-        trace += float(xp.einsum("naa->", g))
-        g_sym = (g + xp.swapaxes(g, 1, 2)) / 2
-        sq_A, sq = sq_A + float(xp.sum(g_sym * g_sym)), sq + float(xp.sum(g * g))
-    return back, trace, (sq_A, sq)
+
+    def omega(h, gp):
+        c = h.shape[0]
+        return h - (gp.reshape(c, T * T) @ C).reshape(c, 1, T, T)
+
+    def moments(g):
+        g_sym = (g + xp.swapaxes(g, -1, -2)) / 2
+        return np.array([float(xp.sum(g_sym * g_sym)), float(xp.sum(g * g))])
+
+    B, squares, tr = message_pass(p, [S_hat], omega, lambda y, om: p.channel.g_out(y, om[:, 0], V)[:, None],
+                                  moments, None, g_prev, g_new, t)
+    return p.index.from_sums(B[0], tr[0]), squares
 
 
 def square_channel_step(p, S_hat, V, V_ons, g_prev, g_new, t):
@@ -98,12 +99,11 @@ def square_channel_step(p, S_hat, V, V_ons, g_prev, g_new, t):
     xp, n, d, T = p.xp, p.n, p.d, p.T
     (S, Vl, Ol) = S_hat[0], tuple(V[0]), tuple(V_ons[0])
     deltas = p.channel.effective_noises(Vl, T, n / d**2)
-    back, trace, (sq_A, sq) = _pass(p, S, Vl, Ol, g_prev, g_new, t)
-    B_all = back - trace * xp.eye(d, dtype=p.dtype)
-    (A, B), (bA, bB) = matrix_parts(S), matrix_parts(B_all)
+    H, (sq_A, sq) = _sums(p, S, Vl, Ol, g_prev, g_new, t)
+    (A, B), (hA, hB) = matrix_parts(S), matrix_parts(H)
     sq_A, sq = sq_A / n, sq / n
     noise = tuple(dl * dl * 2 * n / d**2 * q for dl, q in zip(deltas, (sq_A, sq - sq_A)))
-    R = A + deltas[0] / d**1.5 * bA + B + deltas[1] / d**1.5 * bB
+    R = A + deltas[0] / d * hA + B + deltas[1] / d * hB
     if not (bool(xp.all(xp.isfinite(R))) and all(map(math.isfinite, noise))):
         raise ConvergenceError("the effective observation R is not finite")
     return [deltas], [R], [noise], None

@@ -9,7 +9,7 @@ estimate ``S_l`` and predicted error ``m_l``:
     \omega^\mu_l = h^\mu(S_l) - \Sigma \odot \sum_{l'} O_{ll'}\, g^\mu_{l',\rm prev}, \qquad
     g^\mu = g_{\rm out}(y^\mu, \omega^\mu, m), \\
     \hat F_{ll'} &= \frac{2}{d^2} \sum_\mu \sum_{a\le b} \Sigma_{ab}\, g^\mu_{l,ab} g^\mu_{l',ab}, \qquad
-    B_l = \frac{2}{d}\frac{1}{\sqrt d}
+    B_l = \frac{2}{d}\, h^*(G_l) = \frac{2}{d}\frac{1}{\sqrt d}
          \Big[\sum_\mu X_\mu^\top G^\mu_l X_\mu - \Big(\sum_\mu \sum_a g^\mu_{l,aa}\Big) I_d\Big], \\
     R_l &= S_l + \sum_{l'} (\hat F^{-1})_{ll'} B_{l'}, \qquad \Delta_l = (\hat F^{-1})_{ll},
     \qquad G_{aa} = g_{aa},\; G_{ab} = g_{ab}/2 .
@@ -32,9 +32,10 @@ layer's new estimate with respect to each layer's backward pass: ``R_l`` reads e
 the one-layer term; its off-diagonal entries remove from ``omega_l`` the part of sample ``mu``'s own
 ``g_l'`` that reached layer ``l``'s estimate through ``R_l`` (book chapter "Correlated layers").
 
-The per-sample ``d x d`` matrices are never built: the forward pass is
-``(X S_l) X^T`` and the backward pass ``X^T G X``, in chunks of samples, so
-memory is ``O(n T d + d^2)`` per layer plus the chunk.
+``h`` and its adjoint ``h^*`` are the index operator ``p.index`` (:class:`aimlib.index_map.IndexMap`):
+the per-sample ``d x d`` matrices are never built, the forward pass is ``(X S_l) X^T`` and the
+backward pass ``X^T G X``, fused chunk by chunk with ``g_out`` (:func:`message_pass`, the one loop of
+the symmetric and the square channel steps), so memory is ``O(n T d + d^2)`` per layer plus the chunk.
 """
 from __future__ import annotations
 
@@ -46,10 +47,9 @@ from .. import _validate as v
 from ..backend import to_host
 from ..channels import sigma2
 from ..errors import ConvergenceError
-from ..model import indices_from_factors
 
-__all__ = ["channel_step", "channel_sums", "prior_step", "onsager_rows", "diagonal_rows", "initial_state",
-           "estimate_indices", "DELTA_MIN", "chunk_size_for"]
+__all__ = ["channel_step", "channel_sums", "message_pass", "prior_step", "onsager_rows", "diagonal_rows",
+           "initial_state", "DELTA_MIN", "chunk_size_for"]
 
 #: the prior step's noise floor: a layer whose every ``Delta`` is below this is observed exactly and keeps
 #: ``R`` (ten times the smallest noise that aimlib.rmt and the priors accept, ``_validate.DELTA_RANGE``).
@@ -68,17 +68,6 @@ def chunk_size_for(T: int, d: int, itemsize: int, memory_mb: float) -> int:
     itemsize, memory_mb = v.integer("itemsize", itemsize, minimum=1), v.positive("memory_mb", memory_mb)
     per_sample = (3 * T * d + 8 * T * T) * itemsize
     return max(1, int(memory_mb * 2**20 // per_sample))
-
-
-def estimate_indices(Xc, S_hat, xp):
-    """``h = X S X^T / sqrt(d) - Tr(S)/sqrt(d) I``, symmetrised, for a chunk ``Xc`` of shape ``(c, T, d)``.
-
-    The formula of :func:`aimlib.model.indices_from_factors`, with ``X S`` as one
-    ``(c T, d) @ (d, d)`` product; unchecked (``S_hat`` is GAMP's own iterate).
-    """
-    c, T, d = Xc.shape
-    XS = (Xc.reshape(c * T, d) @ S_hat).reshape(c, T, d)
-    return indices_from_factors(XS, Xc, xp.trace(S_hat), math.sqrt(d), symmetric=True)
 
 
 def _g_out(channel, y, omega, m):
@@ -109,11 +98,46 @@ def channel_step(p, S_hat, V, V_ons, g_prev, g_new, t):
         B, sum_w, sum_tr = p.shards.channel_sums(S_hat, m, ons, t)
     if not p.channel.joint_output:      # factorised outputs: dg_l/domega_l' = 0 exactly for l != l'
         sum_w = np.diag(np.diag(sum_w))
-    return _effective_observations(S_hat, B, sum_w, sum_tr, p.d, p.xp, p.dtype)
+    if not (np.all(np.isfinite(sum_w)) and np.all(np.isfinite(sum_tr))):
+        raise ConvergenceError("g_out returned non-finite values")
+    return _effective_observations(S_hat, [p.index.from_sums(Bl, tr) for Bl, tr in zip(B, sum_tr)], sum_w,
+                                   p.d, p.xp)
+
+
+def message_pass(p, S_hat, omega, g_out, moments, weight, g_prev, g_new, t):
+    r"""The chunk loop of a channel step, fused through the index operator ``p.index``.
+
+    For each chunk of samples (:meth:`aimlib.index_map.IndexMap.chunks`): the indices
+    ``h(S_l)`` of every layer (``(c, L, T, T)``), ``omega(h, g_prev)`` (the Onsager
+    correction with the chunk's last outputs), ``g = g_out(y, omega)``, damped with
+    ``g_prev`` when ``p.damp_g`` and ``t > 1`` and written to ``g_new``, then the
+    adjoint sums of ``G_l = weight * g_l`` (``weight`` ``(T, T)`` or None for ``G = g``)
+    and ``moments(g)`` (a host array).  Only one chunk's work arrays are held.
+
+    Returns ``(B, mom, tr)``: ``B_l = sum_mu X_mu^T G~^mu_l X_mu`` (``(L, d, d)``), the sum of
+    ``moments`` over the chunks and ``tr_l = sum_mu Tr G^mu_l`` (host ``(L,)``); they add up over
+    disjoint sets of samples, and :meth:`~aimlib.index_map.IndexMap.from_sums` makes ``h^*(G_l)``.
+    """
+    xp, dt, d, L, index = p.xp, p.dtype, p.d, len(S_hat), p.index
+    B, tr, mom = xp.zeros((L, d, d), dtype=dt), np.zeros(L), 0.0
+    for s, Xc in index.chunks():
+        c = Xc.shape[0]
+        h = xp.stack([index.indices(Xc, S) for S in S_hat], axis=1)
+        g = xp.asarray(g_out(p.y[s:s + c], omega(h, g_prev[s:s + c])), dtype=dt)
+        if p.damp_g and t > 1:
+            g = (1.0 - p.damping) * g + p.damping * g_prev[s:s + c]
+        g_new[s:s + c] = g
+        mom = mom + moments(g)
+        G = g if weight is None else g * weight
+        for ell in range(L):        # one layer at a time: one (c, T, d) product held
+            Bc, trc = index.sums(Xc, G[:, ell])
+            B[ell] += Bc
+            tr[ell] += float(trc)
+    return B, mom, tr
 
 
 def channel_sums(p, S_hat, m, ons, g_prev, g_new, t):
-    r"""The sums of one channel step over the samples of ``p``, chunk by chunk.
+    r"""The sums of one channel step over the samples of ``p`` (:func:`message_pass`).
 
     Returns ``(B, W, tr)``: per layer ``B_l = sum_mu X_mu^T G^mu_l X_mu`` (``d x d``,
     ``G_aa = g_aa``, ``G_ab = g_ab / 2``), ``W_{ll'} = sum_mu sum_{a<=b} Sigma_ab
@@ -121,38 +145,25 @@ def channel_sums(p, S_hat, m, ons, g_prev, g_new, t):
     ``m`` are each layer's variance and ``ons`` the ``L x L`` Onsager matrix.  Sums over
     disjoint sets of samples add up, which is how shards combine.
     """
-    xp, X, dt, d, T, L = p.xp, p.X, p.dtype, p.d, p.T, len(S_hat)
+    xp, dt, T = p.xp, p.dtype, p.T
     sig2 = sigma2(T, xp, dt)
     w_pairs = xp.full((T, T), 0.5, dtype=dt) + 1.5 * xp.eye(T, dtype=dt)   # sum_{a<=b} Sigma g^2
     g_half = xp.full((T, T), 0.5, dtype=dt) + 0.5 * xp.eye(T, dtype=dt)    # G from g
-    B = [xp.zeros((d, d), dtype=dt) for _ in range(L)]
-    sum_w, sum_tr = np.zeros((L, L)), np.zeros(L)
     ons = np.asarray(ons, dtype=float)
+    own = xp.asarray(np.diag(ons), dtype=dt)[:, None, None] * sig2
     off = ons - np.diag(np.diag(ons))
     cross = xp.asarray(off, dtype=dt) if np.any(off) else None     # one layer, or factorised outputs: none
-    for s in range(0, p.n, p.chunk_size):
-        Xc = X[s:s + p.chunk_size]
-        c = Xc.shape[0]
-        h = xp.stack([estimate_indices(Xc, S, xp) for S in S_hat], axis=1)
-        omega = h - (xp.asarray(np.diag(ons), dtype=dt)[:, None, None] * sig2) * g_prev[s:s + c]
-        if cross is not None:
-            omega = omega - sig2 * xp.einsum("lk,nkab->nlab", cross, g_prev[s:s + c])
-        g = xp.asarray(_g_out(p.channel, p.y[s:s + c], omega, m), dtype=dt)
-        if p.damp_g and t > 1:
-            g = (1.0 - p.damping) * g + p.damping * g_prev[s:s + c]
-        g_new[s:s + c] = g
-        sum_w += to_host(xp.einsum("nlab,nmab,ab->lm", g, g, w_pairs))
-        for ell in range(L):
-            gl = g[:, ell]
-            sum_tr[ell] += float(xp.sum(xp.diagonal(gl, axis1=1, axis2=2)))
-            B[ell] += Xc.reshape(c * T, d).T @ ((gl * g_half) @ Xc).reshape(c * T, d)
-    return B, sum_w, sum_tr
+
+    def omega(h, gp):
+        om = h - own * gp
+        return om if cross is None else om - sig2 * xp.einsum("lk,nkab->nlab", cross, gp)
+
+    return message_pass(p, S_hat, omega, lambda y, om: _g_out(p.channel, y, om, m),
+                        lambda g: to_host(xp.einsum("nlab,nmab,ab->lm", g, g, w_pairs)), g_half, g_prev, g_new, t)
 
 
-def _effective_observations(S_hat, B, sum_w, sum_tr, d, xp, dt):
-    """``(Delta, R, None, F_hat^{-1})`` from the sums of one channel step: ``R = S_hat + F_hat^{-1} B``."""
-    if not (np.all(np.isfinite(sum_w)) and np.all(np.isfinite(sum_tr))):
-        raise ConvergenceError("g_out returned non-finite values")
+def _effective_observations(S_hat, H, sum_w, d, xp):
+    """``(Delta, R, None, F_hat^{-1})`` from the sums of one channel step: ``R = S_hat + (2/d) F_hat^{-1} h^*(G)``."""
     if np.any(np.diag(sum_w) <= 0.0):
         raise ConvergenceError("all g_out values of a layer vanish, so its effective noise Delta is infinite")
     F_hat = 2.0 * sum_w / (d * d)
@@ -164,10 +175,9 @@ def _effective_observations(S_hat, B, sum_w, sum_tr, d, xp, dt):
                                "every sample, so one denoiser per layer cannot tell them apart (as for three "
                                "hardmax layers at the uninformative start)")
     F_inv = np.linalg.inv(corr) / np.outer(scale, scale)
-    centred = [Bl - tr * xp.eye(d, dtype=dt) for Bl, tr in zip(B, sum_tr)]
     R = []
     for ell in range(len(S_hat)):
-        Rl = S_hat[ell] + sum((2.0 * float(F_inv[ell, k]) / d) * Ck / math.sqrt(d) for k, Ck in enumerate(centred))
+        Rl = S_hat[ell] + sum((2.0 * float(F_inv[ell, k]) / d) * Hk for k, Hk in enumerate(H))
         R.append((Rl + Rl.T) / 2)
         if not bool(xp.all(xp.isfinite(R[-1]))):
             raise ConvergenceError("the effective observation R is not finite")

@@ -9,7 +9,8 @@ No factorisation and no positivity constraint.  The indices are those of
 
 the loss is the square loss of :mod:`aimlib.gd.student`, and weight decay
 ``lambda`` adds the ridge penalty ``(lambda/2) ||S_hat||_F^2``.  The gradient
-with respect to the symmetric matrix (book, chapter "Gradient descent"),
+with respect to the symmetric matrix (book, chapter "Gradient descent") is the adjoint
+``h^*(G)`` of the index operator (:mod:`aimlib.index_map`) plus the penalty's,
 
 .. math::
 
@@ -28,8 +29,9 @@ import numpy as np
 from .. import _validate as v
 from ..backend import get_array_module
 from ..channels.softmax import check_beta
+from ..index_map import adjoint_product, adjoint_sums
 from ..model import indices_from_factors
-from .student import (add_penalty, as_batch, backprop, check_weight_decay, check_xy, gram,
+from .student import (add_penalty, as_batch, check_weight_decay, check_xy, gram,
                       initial_weights, softmax_loss)
 
 
@@ -49,9 +51,8 @@ def direct_loss_grad(X2, y, S3, beta, n, T, want_grad=True):
     L, G = softmax_loss(h, y, beta, n, want_grad)
     if not want_grad:
         return L, None
-    grad, trG = backprop(X2, G, X2.reshape(n, T, d))                        # X^T (G + G^T) X
-    grad = 0.5 * grad - trG[:, None, None] * xp.eye(d, dtype=grad.dtype)
-    return L, grad / float(np.sqrt(d))
+    M, trace = adjoint_sums(X2.reshape(n, T, d), G, X2.reshape(n, T, d))      # h^*(G) (aimlib.index_map)
+    return L, adjoint_product(M, trace, xp.eye(d, dtype=M.dtype), math.sqrt(d))
 
 
 def ridge_penalty(S3, weight_decay: float, want_grad=True):

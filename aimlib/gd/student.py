@@ -21,6 +21,7 @@ from .. import _validate as v
 from ..backend import get_array_module, module_named, to_common, to_device
 from ..channels import row_softmax
 from ..channels.softmax import check_beta
+from ..index_map import adjoint_product, adjoint_sums
 from ..model import indices_from_factors
 
 def as_batch(W, name: str = "W"):
@@ -200,28 +201,18 @@ def loss_grad(X2, y, W3, beta, n, T, want_grad=True, shift: float = 0.0):
 def index_grad(X2, W3, P, G):
     r"""``dL/dW`` from ``G = dL/dh_hat`` (shape ``(k, n, T, T)``, entries independent).
 
-    With ``P = X W`` from :func:`batch_indices` and the contraction of :func:`backprop`,
+    The chain rule through the adjoint of the index operator (:mod:`aimlib.index_map`) at
+    ``S_hat = W W^T / sqrt(r d)``, with ``P = X W`` from :func:`batch_indices`,
 
-    .. math::  \nabla_W L = \frac{1}{\sqrt r\, d} \Bigl[\sum_\mu X^{\mu\top} (G^\mu + G^{\mu\top}) P^\mu
-               - 2 \Bigl(\sum_\mu \operatorname{Tr} G^\mu\Bigr) W \Bigr],
+    .. math::  \nabla_W L = \frac{2}{\sqrt{r d}}\, h^*(G)\, W = \frac{2}{\sqrt r\, d} \Bigl[\sum_\mu
+               X^{\mu\top} \tfrac{G^\mu + G^{\mu\top}}{2} P^\mu - \Bigl(\sum_\mu \operatorname{Tr} G^\mu\Bigr) W \Bigr],
 
-    at a cost of ``O(n T d r)``; returns ``(k, d, r)``.
+    at a cost of ``O(n T d r)`` (``h^*(G)`` itself is never formed); returns ``(k, d, r)``.
     """
     d, r = W3.shape[1:]
-    grad, trG = backprop(X2, G, P)
-    return (grad - 2.0 * trG[:, None, None] * W3) / (float(np.sqrt(r)) * d)
-
-
-def backprop(X2, G, M):
-    r"""``(sum_mu X^{mu T} (G^mu + G^{mu T}) M^mu, sum_mu Tr G^mu)``: ``(k, d, m)`` and ``(k,)``.
-
-    The contraction that both students' gradients share: ``G`` of shape
-    ``(k, n, T, T)``, ``M`` of shape ``(k, n, T, m)`` or ``(n, T, m)``.
-    """
-    xp = get_array_module(X2, G)
-    k, n, T, _ = G.shape
-    GM = (G + xp.swapaxes(G, 2, 3)) @ M                                     # (k, n, T, m)
-    return X2.T @ GM.reshape(k, n * T, -1), xp.trace(G, axis1=2, axis2=3).sum(axis=1)
+    n, T = P.shape[-3:-1]
+    M, trace = adjoint_sums(X2.reshape(n, T, d), G, P)
+    return adjoint_product(M, trace, W3, float(np.sqrt(r)) * d / 2)
 
 
 def check_weight_decay(weight_decay) -> float:

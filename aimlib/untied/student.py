@@ -14,6 +14,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from .. import _validate as v
+from ..index_map import IndexMap
 from .model import factor_product, untied_indices
 
 __all__ = ["row_differences", "fit_student"]
@@ -21,20 +22,24 @@ __all__ = ["row_differences", "fit_student"]
 
 def row_differences(X, S):
     """``m_ab = h_ab - h_aa`` for every sample: what the softmax reveals (``m_aa = 0``), shape ``(n, T, T)``."""
-    h = untied_indices(X, S)
+    return _differences(untied_indices(X, S))
+
+
+def _differences(h):
+    """``h_ab - h_aa`` for indices ``h`` of shape ``(n, T, T)``."""
     return h - np.diagonal(h, axis1=1, axis2=2)[:, :, None]
 
 
-def _loss_and_gradient(S, X, m):
-    """``L`` and ``dL/dS`` for the row differences of ``S`` against the data ``m``."""
-    n, T, d = X.shape
-    R = row_differences(X, S) - m
-    # sum_mu X^T R X - sum_mu X^T diag(R 1) X, as two (d, n T) x (n T, d) products
-    A = R @ X - R.sum(axis=2)[:, :, None] * X
-    G = X.reshape(n * T, d).T @ A.reshape(n * T, d) / math.sqrt(d)
-    # h_ab - h_aa carries + Tr(S)/sqrt(d) for b != a
-    G += np.eye(d) * (R.sum() - np.einsum("naa->", R)) / math.sqrt(d)
-    return 0.5 * float(np.sum(R * R)), G
+def _loss_and_gradient(index, S, m):
+    r"""``L`` and ``dL/dS`` for the row differences of ``S`` against the data ``m``.
+
+    The row differences are ``D(h(S))`` with ``D(h)_ab = h_ab - h_aa``, whose adjoint is
+    ``D^*(R)_ab = R_ab - delta_ab sum_c R_ac``; so ``dL/dS = h^*(D^*(R))`` with ``h^*`` the
+    adjoint of the square index operator ``index`` (:class:`aimlib.index_map.IndexMap`).
+    """
+    R = _differences(index.forward(S)) - m
+    G = R - R.sum(axis=2)[:, :, None] * np.eye(index.T)
+    return 0.5 * float(np.sum(R * R)), index.adjoint(G)
 
 
 def fit_student(X, m, r: int, *, tied: bool = False, seed=None, init_scale: float = 0.5,
@@ -49,7 +54,7 @@ def fit_student(X, m, r: int, *, tied: bool = False, seed=None, init_scale: floa
     m = v.finite_array("m", m, ndim=3)
     d = X.shape[-1]
     r = v.integer("r", r, minimum=1, maximum=d)
-    scale = math.sqrt(r * d)
+    scale, index = math.sqrt(r * d), IndexMap(X, square=True)
     n_fac = 1 if tied else 2
 
     def factors(p):
@@ -58,7 +63,7 @@ def fit_student(X, m, r: int, *, tied: bool = False, seed=None, init_scale: floa
 
     def fg(p):
         Q, K = factors(p)
-        loss, G = _loss_and_gradient(factor_product(Q, K), X, m)
+        loss, G = _loss_and_gradient(index, factor_product(Q, K), m)
         gQ, gK = G @ K / scale, G.T @ Q / scale
         return loss, ((gQ + gK).ravel() if tied else np.concatenate([gQ.ravel(), gK.ravel()]))
 
