@@ -28,7 +28,7 @@ from .. import _validate as v
 from ..backend import to_host
 from ..channels import sigma2
 from .problem import make_problem
-from .steps import channel_step, initial_state, onsager_rows, prior_step
+from .steps import channel_step, initial_state, onsager_rows, pair_weights, prior_step
 
 __all__ = ["LeaveOneOut", "leave_one_out"]
 
@@ -68,8 +68,8 @@ def _iterate(p, iterations):
 def _without(p, mu, R, delta, cov, g):
     """The estimates denoised from ``R`` with sample ``mu``'s part of the backward pass taken out."""
     xp, d, L = p.xp, p.d, len(R)
-    g_half = xp.full((p.T, p.T), 0.5, dtype=p.dtype) + 0.5 * xp.eye(p.T, dtype=p.dtype)
-    part = p.index.from_sums(*p.index.sums(p.X[mu:mu + 1], (g * g_half)[:, None]))     # h^*(G) of sample mu
+    G = g * pair_weights(p.T, xp, p.dtype)
+    part = p.index.from_sums(*p.index.sums(p.X[mu:mu + 1], G[:, None]))     # h^*(G) of sample mu
     out = []
     for ell, (prior, Rl, dl) in enumerate(zip(p.priors, R, delta)):
         Rm = Rl - sum((2.0 * float(cov[ell, k]) / d) * part[k] for k in range(L))

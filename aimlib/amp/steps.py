@@ -48,8 +48,8 @@ from ..backend import to_host
 from ..channels import sigma2
 from ..errors import ConvergenceError
 
-__all__ = ["channel_step", "channel_sums", "message_pass", "prior_step", "onsager_rows", "diagonal_rows",
-           "initial_state", "DELTA_MIN", "chunk_size_for"]
+__all__ = ["channel_step", "channel_sums", "message_pass", "pair_weights", "prior_step", "onsager_rows",
+           "diagonal_rows", "initial_state", "DELTA_MIN", "chunk_size_for"]
 
 #: the prior step's noise floor: a layer whose every ``Delta`` is below this is observed exactly and keeps
 #: ``R`` (ten times the smallest noise that aimlib.rmt and the priors accept, ``_validate.DELTA_RANGE``).
@@ -136,6 +136,12 @@ def message_pass(p, S_hat, omega, g_out, moments, weight, g_prev, g_new, t):
     return B, mom, tr
 
 
+def pair_weights(T: int, xp, dt):
+    """``(T, T)`` weights that turn a symmetric channel's ``g`` (one entry per pair ``a <= b``) into the
+    ``G`` of the adjoint ``h^*`` (both triangles): ``G_aa = g_aa``, ``G_ab = g_ab / 2``."""
+    return xp.full((T, T), 0.5, dtype=dt) + 0.5 * xp.eye(T, dtype=dt)
+
+
 def channel_sums(p, S_hat, m, ons, g_prev, g_new, t):
     r"""The sums of one channel step over the samples of ``p`` (:func:`message_pass`).
 
@@ -148,7 +154,6 @@ def channel_sums(p, S_hat, m, ons, g_prev, g_new, t):
     xp, dt, T = p.xp, p.dtype, p.T
     sig2 = sigma2(T, xp, dt)
     w_pairs = xp.full((T, T), 0.5, dtype=dt) + 1.5 * xp.eye(T, dtype=dt)   # sum_{a<=b} Sigma g^2
-    g_half = xp.full((T, T), 0.5, dtype=dt) + 0.5 * xp.eye(T, dtype=dt)    # G from g
     ons = np.asarray(ons, dtype=float)
     own = xp.asarray(np.diag(ons), dtype=dt)[:, None, None] * sig2
     off = ons - np.diag(np.diag(ons))
@@ -159,7 +164,8 @@ def channel_sums(p, S_hat, m, ons, g_prev, g_new, t):
         return om if cross is None else om - sig2 * xp.einsum("lk,nkab->nlab", cross, gp)
 
     return message_pass(p, S_hat, omega, lambda y, om: _g_out(p.channel, y, om, m),
-                        lambda g: to_host(xp.einsum("nlab,nmab,ab->lm", g, g, w_pairs)), g_half, g_prev, g_new, t)
+                        lambda g: to_host(xp.einsum("nlab,nmab,ab->lm", g, g, w_pairs)), pair_weights(T, xp, dt),
+                        g_prev, g_new, t)
 
 
 def _effective_observations(S_hat, H, sum_w, d, xp):
