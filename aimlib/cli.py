@@ -94,7 +94,11 @@ class UsageError(ValueError):
 
 def _add_channel(p):
     p.add_argument("--channel", default="softmax", choices=list(CHANNELS),
-                   help="output channel (default: softmax); deep-hardmax: hardmax attention layers (--layers)")
+                   help="output channel (default: softmax); deep-hardmax: hardmax attention layers (--layers); "
+                        "untied-softmax: untied key and query (square S = Q K^T/sqrt(r d), noiseless, the "
+                        "mmse split over its symmetric and antisymmetric parts, mmse_A and mmse_B); heads: "
+                        "--heads softmax heads averaged (no Bayes side: refused by se and amp); "
+                        "heads-concatenated: side by side (one --rho per head)")
     p.add_argument("--beta", type=RANGES["beta"], default=None, action=_Once,
                    help="softmax inverse temperature in (0, 1e30] (softmax only; default: 1)")
     p.add_argument("--noise", type=RANGES["noise"], default=None, action=_Once,
@@ -104,13 +108,17 @@ def _add_channel(p):
     p.add_argument("--layers", type=RANGES["layers"], default=None, action=_Once,
                    help="attention layers (index matrices per sample); 2 or 3 for deep-hardmax "
                         "(default 2), else must match the channel")
+    p.add_argument("--heads", type=RANGES["positive_int"], default=None, action=_Once,
+                   help="softmax heads, index matrices per sample, of --channel heads (>= 1) or "
+                        "heads-concatenated (>= 2) (default: 2)")
 
 
 def _add_rho(p):
     p.add_argument("--rho", type=RANGES["rho"], nargs="+", default=[0.5], action=_Once,
                    help="width ratio rho = r/d in [1e-4, 1e4], one per layer (default: 0.5)")
-    p.add_argument("--teachers", choices=list(TEACHER_FAMILIES), default="wishart", action=_Once,
-                   help="teachers: wishart S = W W^T/sqrt(r d) (default) or centred S - sqrt(rho) I; "
+    p.add_argument("--teachers", choices=list(TEACHER_FAMILIES), default=None, action=_Once,
+                   help="tied teachers: wishart S = W W^T/sqrt(r d) (default) or centred S - sqrt(rho) I "
+                        "(untied-softmax: square S = Q K^T/sqrt(r d), no --teachers); "
                         "the state evolution of two deep-hardmax layers is exact for centred teachers; for "
                         "wishart ones (their layers share the index of sqrt(rho) I), and for three layers, "
                         "se prints the separable state evolution of GAMP-RIE with one denoiser per layer "
@@ -129,15 +137,15 @@ def _channel(args):
     """The channel of ``--channel`` and its options, with ``args.rho`` checked against its layers."""
     check_channel_options(args, args.command)
     layers = args.layers if "layers" in capabilities(args.channel).parameters else None
-    ch = make_channel(args.channel, beta=args.beta, noise=args.noise, c=args.c, layers=layers)
+    ch = make_channel(args.channel, beta=args.beta, noise=args.noise, c=args.c, layers=layers, heads=args.heads)
     L = ch.n_indices
     if args.layers is not None and args.layers != L:
         raise UsageError(f"--layers must be {L} for --channel {args.channel}, got {args.layers}")
     if len(args.rho) != L:
-        raise UsageError(f"--rho must hold {L} width ratio{'s' if L > 1 else ''} (one per layer) for "
-                         f"--channel {args.channel}, got {len(args.rho)}")
+        raise UsageError(f"--rho must hold {L} width ratio{'s' if L > 1 else ''} (one per index matrix: layer "
+                         f"or head) for --channel {args.channel}, got {len(args.rho)}")
     if ch.tabulated and args.command == "se":
-        tabulate_with_progress(ch, shared=args.teachers == "wishart")
+        tabulate_with_progress(ch, shared=args.teachers in (None, "wishart"))
     return ch
 
 
@@ -167,6 +175,10 @@ def _se_run(args) -> int:
     ch = _channel(args)
     priors = _priors(args, ch)
     res = se.curve(args.alpha, ch, T=args.T, rho=priors, method=args.method)
+    if ch.square:      # one index matrix of two sectors: its error, overlap and the error of each part
+        print_table(["alpha", "mmse", "q"] + [f"mmse_{s}" for s in ch.sectors],
+                    [[a, sum(m), sum(q), *m] for a, m, q in zip(res.alpha, res.mmse, res.q)])
+        return 0
     head = ["alpha"] + columns("mmse", ch.n_indices) + columns("q", ch.n_indices)
     rows = [[a, *values(m), *values(q)] for a, m, q in zip(res.alpha, res.mmse, res.q)]
     if res.prediction == "separable-gamp" and ch.n_indices == 2:
@@ -206,7 +218,7 @@ def _threshold_run(args) -> int:
         return _deep_onsets(args)
     ch = _channel(args)
     if args.estimator == "min-trace":
-        if args.teachers != "wishart":
+        if args.teachers not in (None, "wishart"):
             raise UsageError("--estimator min-trace recovers positive semi-definite (wishart) teachers only")
         if not ch.trainable or ch.linear_k(args.T) is None:
             raise UsageError(f"--estimator min-trace needs the noiseless softmax channel, got "

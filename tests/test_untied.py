@@ -7,6 +7,10 @@ import numpy as np
 import pytest
 
 from aimlib import untied as u
+from aimlib.channels import UntiedSoftmax
+from aimlib.channels.untied_softmax import sector_fisher
+from aimlib.priors import Gaussian
+from aimlib.state_evolution import fixed_point
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -128,16 +132,22 @@ def test_output_free_entropy_is_the_quotient_log_det(T):
         assert _quotient_logdet(VA, VB, T) + 2 * u.output_free_entropy(VA, VB, T) == pytest.approx(ref)
 
 
-def test_sector_qhat_is_the_derivative_of_psi_out():
-    T, alpha, VA, VB, eps = 3, 0.2, 0.2, 0.35, 1e-6
-    qA, qB = u.sector_qhat(VA, VB, alpha, T)
+def test_the_conjugate_is_four_over_K_times_the_derivative_of_psi_out():
+    """The one convention of ``aimlib.channels.base``: ``qhat_s = alpha F_s = (4/K) alpha dPsi_out/dq_s`` with
+    ``K = 2`` sectors (finite differences of ``Psi_out``), the state evolution's ``qhat``, and ``1/qhat_s`` the
+    noise of the prior's part ``s``: the square Gaussian prior's errors are ``(1/2)/(1 + qhat_s)``."""
+    ch, T, alpha, VA, VB, eps = UntiedSoftmax(), 3, 0.2, 0.2, 0.35, 1e-6
+    K = len(ch.sectors)
+    qA, qB = (alpha * F for F in ch.fisher((0.5 - VA, 0.5 - VB), (0.5, 0.5), T))
     dA = (u.output_free_entropy(VA + eps, VB, T) - u.output_free_entropy(VA - eps, VB, T)) / (2 * eps)
     dB = (u.output_free_entropy(VA, VB + eps, T) - u.output_free_entropy(VA, VB - eps, T)) / (2 * eps)
-    assert qA == pytest.approx(-4 * alpha * dA, rel=1e-6)
-    assert qB == pytest.approx(-4 * alpha * dB, rel=1e-6)
+    assert qA == pytest.approx(-4 / K * alpha * dA, rel=1e-6)
+    assert qB == pytest.approx(-4 / K * alpha * dB, rel=1e-6)
     # equal errors: (T^2 - 1)/2 and (T - 1)^2/2 effective measurements
-    qA, qB = u.sector_qhat(0.25, 0.25, alpha, T)
-    assert (qA, qB) == pytest.approx((4 * alpha * 8 / 2 / 0.5, 4 * alpha * 4 / 2 / 0.5))
+    assert ch.fisher((0.25, 0.25), (0.5, 0.5), T) == pytest.approx((8 / 0.5, 4 / 0.5))
+    res = fixed_point(0.05, ch, T=T, rho=Gaussian(symmetric=False))
+    assert res.mmse == pytest.approx(tuple(0.5 / (1 + qh) for qh in res.qhat), rel=1e-9)
+    assert ch.sector_noises(res.q, (0.5, 0.5), T, 0.05) == pytest.approx(tuple(1 / qh for qh in res.qhat))
 
 
 @pytest.mark.parametrize("T", [2, 3])
@@ -284,11 +294,12 @@ def test_tied_vs_untied_script_and_its_file():
 
 
 def test_euler_identity_of_the_output_side():
-    """``V_A qhat_A + V_B qhat_B = 2 alpha (T^2 - T)`` at every ratio (the threshold proof)."""
+    """``V_A F_A + V_B F_B = T^2 - T`` at every ratio (the threshold proof), the channel's ``linear_k``."""
     for T in (2, 3, 5):
         for VA, VB in ((0.1, 0.4), (0.01, 0.02), (0.3, 0.001)):
-            qA, qB = u.sector_qhat(VA, VB, 0.3, T)
-            assert VA * qA + VB * qB == pytest.approx(2 * 0.3 * (T * T - T))
+            FA, FB = sector_fisher(VA, VB, T)
+            assert VA * FA + VB * FB == pytest.approx(T * T - T)
+            assert UntiedSoftmax().linear_k(T) == T * T - T
 
 
 def _tangent_mu(d, rho):
@@ -311,10 +322,10 @@ def test_linearised_two_overlap_se_has_the_counting_threshold(T):
     wA, wB = (1 + mu) / 2, (1 - mu) / 2
 
     def alpha_and_EA(x):
-        qA, qB = u.sector_qhat(x, 1 - x, 1.0, T)
-        den = wA * qA + wB * qB
-        alpha = 2 * f * np.mean(1 / den)
-        return alpha, 2 * f * np.mean(wA / den) / alpha
+        FA, FB = sector_fisher(x, 1 - x, T)                 # qhat / alpha, 1/Delta in the prior's units
+        den = wA * FA + wB * FB
+        alpha = f * np.mean(1 / den)
+        return alpha, f * np.mean(wA / den) / alpha
 
     x = brentq(lambda x: alpha_and_EA(x)[1] - x, 1e-6, 1 - 1e-6)
     assert alpha_and_EA(x)[0] == pytest.approx(u.count_threshold(0.5, T), rel=1e-9)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from aimlib import untied as u
+from aimlib.channels.untied_softmax import sector_fisher
 from aimlib.errors import ConvergenceError
 from aimlib.priors import Sampled, sampled
 
@@ -62,7 +63,7 @@ def test_sampled_state_evolution_lies_in_the_bracket_and_is_a_fixed_point():
     lo, hi = u.bracket_untied(alpha, T, rho)
     assert lo < se.mmse < hi
     assert se.V[0] < se.V[1]                                     # the symmetric part is seen better
-    deltas = tuple(2 / q for q in u.sector_qhat(*se.V, alpha, T))
+    deltas = tuple(1 / (alpha * F) for F in sector_fisher(*se.V, T))
     again = u.sample_two_noise(d, rho, deltas, seed=0).errors
     assert again == pytest.approx(se.V, rel=0.01)
     assert se.trace.shape == (se.iterations, 4)
@@ -83,8 +84,8 @@ def test_sampled_state_evolution_agrees_with_the_former_loop():
     assert se.V == pytest.approx(FORMER[0.15, 24, 0, 150], rel=2e-3)
     assert se.mmse == pytest.approx(sum(FORMER[0.15, 24, 0, 150]), rel=2e-3)
     assert se.trace.shape == (se.iterations, 4) and np.all(se.trace[:, 2:] > 0)
-    again = u.sector_qhat(*se.trace[-2, :2], 0.15, 2)                   # each row's noises are the previous V's
-    assert tuple(se.trace[-1, 2:]) == pytest.approx(tuple(2 / q for q in again), rel=1e-12)
+    again = sector_fisher(*se.trace[-2, :2], 2)                          # each row's noises are the previous V's
+    assert tuple(se.trace[-1, 2:]) == pytest.approx(tuple(1 / (0.15 * F) for F in again), rel=1e-12)
 
 
 def test_a_floor_wider_than_tol_is_reported_with_its_centre():

@@ -10,6 +10,7 @@ import pytest
 from aimlib import untied as u
 from aimlib.amp.square_step import square_channel_step
 from aimlib.channels import UntiedSoftmax
+from aimlib.channels.base import sector_projectors
 from aimlib.errors import ConvergenceError
 from aimlib.priors import Gaussian, Rectangular, Sampled, check_prior, make_prior
 from aimlib.state_evolution import fixed_point
@@ -101,9 +102,8 @@ def test_fisher_is_the_noise_of_the_parts(T):
         deltas = tuple(1 / (alpha * f) for f in F)
         assert deltas == pytest.approx(u.sector_deltas(u.channel_matrices(VA, VB, T)[1], T, alpha), rel=1e-12)
         assert deltas == pytest.approx(ch.effective_noises((VA, VB), T, alpha), rel=1e-12)
-        qhat = u.sector_qhat(VA, VB, alpha, T)
-        assert deltas == pytest.approx(tuple(2 / q for q in qhat), rel=1e-12)
-        assert Gaussian(symmetric=False).sector_mmse(deltas) == pytest.approx(tuple(1 / (2 + q) for q in qhat))
+        assert deltas == pytest.approx(ch.sector_noises((0.5 - VA, 0.5 - VB), (0.5, 0.5), T, alpha), rel=1e-12)
+        assert Gaussian(symmetric=False).sector_mmse(deltas) == pytest.approx(tuple(0.5 / (1 + alpha * f) for f in F))
     kA, kB = u.measurements_per_sample(T) + T - 1, (T - 1) ** 2
     assert ch.fisher((0.3, 0.3), (0.5, 0.5), T) == pytest.approx((kA / 0.4, kB / 0.4))
     assert ch.fisher((0.5, 0.2), (0.5, 0.5), T)[0] == math.inf
@@ -122,7 +122,7 @@ def test_g_out_is_the_gradient_of_log_partition():
         assert fd == pytest.approx(g[:, a, b], rel=1e-6, abs=1e-8)
     F = ch.fisher((0.5 - V[0], 0.5 - V[1]), (0.5, 0.5), T)
     _, Gamma = u.channel_matrices(*V, T)
-    P = u.sector_projector(T)
+    P = sector_projectors(T)[0]
     assert F == pytest.approx((2 * np.sum(Gamma * P), 2 * np.sum(Gamma * (np.eye(T * T) - P))))
     psi = ch.output_free_entropy((0.5 - V[0], 0.5 - V[1]), (0.5, 0.5), T)
     assert psi == pytest.approx(u.output_free_entropy(*V, T))

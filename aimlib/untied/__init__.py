@@ -12,8 +12,7 @@ untied factorised students fitted by L-BFGS).  The prior is :class:`aimlib.prior
 (:class:`aimlib.priors.Sampled` with the sampled denoiser), the channel
 :class:`aimlib.channels.UntiedSoftmax`; their pieces used here are re-exported.
 """
-from ..channels.untied_softmax import (channel_matrices, sector_deltas, sector_projector, shift_basis,
-                                       untied_g_out)
+from ..channels.untied_softmax import channel_matrices, sector_deltas, shift_basis, untied_g_out
 from ..priors.rectangular import rect_prior_step, sure_errors, tuned_prior_step
 from ..priors.sampled import hmc_chain
 from ..rmt.rectangular import (mmse_rect, oracle_error, rect_shrinkage, rie_rect, singular_density, singular_hilbert,
@@ -24,8 +23,8 @@ from .model import (count_threshold, factor_product, measurements_per_sample, pa
                     parts, sample_teacher_untied, unknowns_fraction, untied_indices, untied_softmax)
 from .posterior import (SampledSE, TwoNoiseResult, hmc_errors, sample_two_noise, sampled_state_evolution,
                         two_noise_problem)
-from .state_evolution import (bracket_untied, curve_untied, output_coefficients, output_free_entropy, sector_qhat,
-                              solve_sectors, solve_untied, untied_threshold)
+from .state_evolution import (bracket_untied, curve_untied, output_coefficients, output_free_entropy, solve_sectors,
+                              solve_untied, untied_threshold)
 from .student import fit_student, row_differences
 
 __all__ = [
@@ -36,13 +35,13 @@ __all__ = [
     "sample_denoising_untied", "oracle_error", "oracle_curve", "rie_rect", "singular_stieltjes",
     "singular_density", "singular_hilbert", "rect_shrinkage", "spectral_divergences", "mmse_rect",
     # state evolution
-    "output_coefficients", "output_free_entropy", "sector_qhat", "solve_sectors",
+    "output_coefficients", "output_free_entropy", "solve_sectors",
     "solve_untied", "bracket_untied", "curve_untied", "untied_threshold",
     # the two-noise posterior, sampled
     "two_noise_problem", "hmc_chain", "hmc_errors", "TwoNoiseResult", "sample_two_noise", "SampledSE",
     "sampled_state_evolution",
     # GAMP
-    "shift_basis", "sector_projector", "channel_matrices", "sector_deltas", "untied_g_out",
+    "shift_basis", "channel_matrices", "sector_deltas", "untied_g_out",
     "rect_prior_step", "sure_errors", "tuned_prior_step", "untied_prior", "UntiedGAMPResult",
     "untied_gamp", "run_untied_gamp",
     # students
