@@ -95,8 +95,10 @@ class UsageError(ValueError):
 def _add_channel(p):
     p.add_argument("--channel", default="softmax", choices=list(CHANNELS),
                    help="output channel (default: softmax); deep-hardmax: hardmax attention layers (--layers); "
-                        "untied-softmax: untied key and query (square S = Q K^T/sqrt(r d), noiseless, the "
-                        "mmse split over its symmetric and antisymmetric parts, mmse_A and mmse_B); heads: "
+                        "untied-softmax: untied key and query (square S = Q K^T/sqrt(r d), noiseless; se gives "
+                        "the state evolution of GAMP with the equalised denoiser, the upper end of the bracket of "
+                        "the exact one, and its split over the symmetric and antisymmetric parts, mmse_A and "
+                        "mmse_B; threshold the counting one); heads: "
                         "--heads softmax heads averaged (no Bayes side: refused by se and amp); "
                         "heads-concatenated: side by side (one --rho per head)")
     p.add_argument("--beta", type=RANGES["beta"], default=None, action=_Once,

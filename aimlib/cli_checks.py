@@ -24,7 +24,7 @@ from . import _validate as v
 from ._lazy import LazyModule
 from ._validate import RHO_RANGE
 from .channels.deep_hardmax import check_residual
-from .channels.registry import capabilities, t_limit, threshold_limit
+from .channels.registry import capabilities, make_channel, t_limit, threshold_limit
 from .priors import TEACHER_FAMILIES
 from .rmt.spectrum import teacher_width
 from .tokens import parse_token_law
@@ -187,6 +187,8 @@ def check_channel_options(args, command: str) -> None:
     from what the channel declares (:func:`aimlib.channels.registry.capabilities`)."""
     ch, rho = args.channel, list(args.rho)
     cls = capabilities(ch)
+    if args.heads is not None:
+        _check_heads(ch, cls, args.heads)
     if len(cls.sectors) > 1 and args.teachers is not None:
         raise ValueError(f"--teachers {args.teachers}: the teachers of --channel {ch} are square, S = Q K^T/sqrt(r d) "
                          f"(untied key and query); --teachers names the tied families ({', '.join(TEACHER_FAMILIES)}): "
@@ -204,6 +206,17 @@ def check_channel_options(args, command: str) -> None:
         if args.noise and cls.noise_max_T == 0:
             raise ValueError(f"--noise {_g(args.noise)}: {limit} (or no --noise)")
         raise ValueError(f"--T: {limit}, got --T {args.T}")
+
+
+def _check_heads(ch: str, cls, heads: int) -> None:
+    """``--heads``: an option of the heads channels only, in the range their class takes."""
+    if "heads" not in cls.parameters:
+        raise ValueError(f"--heads is not an option of --channel {ch} (it takes "
+                         f"{', '.join('--' + p for p in cls.parameters)})")
+    try:
+        make_channel(ch, heads=heads)
+    except ValueError as exc:
+        raise ValueError(f"--heads: {exc}, got --heads {heads}") from None
 
 
 def _check_threshold(args, cls) -> None:

@@ -35,14 +35,13 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validate as v
-from ..channels.untied_softmax import UntiedSoftmax, output_coefficients, sector_k
-from ..channels.untied_softmax import sector_free_entropy as output_free_entropy
+from ..channels.untied_softmax import UntiedSoftmax, sector_k
 from ..priors import Gaussian, make_prior
 from ..state_evolution.closed import solve_closed
 from ..state_evolution.fixed_point import fixed_point
 from .model import measurements_per_sample, unknowns_fraction
 
-__all__ = ["output_coefficients", "output_free_entropy", "solve_sectors", "solve_untied",
+__all__ = ["solve_sectors", "solve_untied",
            "bracket_untied", "curve_untied", "untied_threshold"]
 
 #: a total error that settles below this is perfect recovery (see :func:`solve_sectors`: the float64
