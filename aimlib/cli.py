@@ -55,7 +55,16 @@ channel does not use is refused, not ignored; so are a repeated option and a
 number that is not finite or out of its range, before any work starts
 (:mod:`aimlib.cli_checks`).
 
-``--teachers wishart|centred`` chooses the teachers' family (:func:`aimlib.priors.make_priors`).
+``--channel`` is any name of the registry (:data:`aimlib.channels.registry.CHANNELS`): ``softmax``, ``hardmax``,
+``linear``, ``deep-hardmax`` (``--layers``, ``--c``), ``untied-softmax`` (untied key and query: square teachers,
+noiseless; ``se`` prints ``alpha,mmse,q,mmse_A,mmse_B``, the state evolution of GAMP with the equalised denoiser,
+and ``threshold`` the counting threshold), ``heads`` (``--heads`` averaged softmax heads: no Bayes side, so
+``se``, ``amp`` and ``threshold`` refuse it, naming why) and ``heads-concatenated`` (``--heads`` heads side by side,
+one ``--rho`` per head).  What a channel refuses (a ``--T``, ``--noise``, ``--teachers``) comes from what it
+declares (:mod:`aimlib.channels.registry`), with the option and its allowed range.
+
+``--teachers wishart|centred`` chooses the tied teachers' family (:func:`aimlib.priors.make_priors`; default
+wishart; square channels take none).
 A new command is an entry of :data:`COMMANDS` (:func:`register_command`); channels come from
 :func:`aimlib.channels.make_channel`, so a registered channel with a Bayes side works in ``se`` and ``amp``.
 """
