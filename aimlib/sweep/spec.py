@@ -225,10 +225,10 @@ class SweepSpec:
             if len(_REGISTRY[ch].sectors) > 1 and self.teachers != "wishart":
                 fail("teachers", f"channel {ch!r} has square teachers S = Q K^T/sqrt(r d) of its own; "
                                  "'teachers' names the tied families: remove it")
+        self._check_layers()
         for ch, t, noise in itertools.product(self.channel, self.T, self.noise):
             if limit := t_limit(ch, t, noise):
                 fail("noise" if t_limit(ch, t) is None else "T", f"{limit}, got T = {t}, noise = {noise:g}")
-        self._check_layers()
         channels = {(c, n): make_run_channel(c, noise=n) for c, n in itertools.product(self.channel, self.noise)}
         if self.alpha_bar is not None and not all(ch.linear_k(t) is not None for ch in channels.values()
                                                   for t in self.T):
