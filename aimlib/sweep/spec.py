@@ -12,7 +12,7 @@ A spec is a small YAML file (or the same mapping in Python, or a
     alpha_bar: [0.2, 0.4, 0.6]      # or alpha: ...; alpha = alpha_bar / (T^2 + T - 2)
     d: 300
     seeds: [0, 1]                   # default [0]
-    beta: 1.0                       # softmax inverse temperature (default 1; softmax only)
+    beta: 1.0                       # softmax inverse temperature (default 1; the softmax channels only)
     noise: 0.0                      # label-noise variance (default 0)
     c: 0.5                          # residual strength, deep-hardmax only (required there)
     tokens: gaussian                # token law(s), a name or {name: sparse, p: 0.3}
@@ -242,7 +242,8 @@ class SweepSpec:
     def _check_unused(self, given_beta: bool):
         """Refuse ``beta`` without a softmax channel, and non-Gaussian tokens with ``se``."""
         if given_beta and not set(self.channel) & set(WITH_BETA):
-            fail("beta", f"is the {', '.join(WITH_BETA)} channel's inverse temperature; channel "
+            names = f"{', '.join(WITH_BETA[:-1])} and {WITH_BETA[-1]}"
+            fail("beta", f"is the {names} channels' inverse temperature; channel "
                          f"{list(self.channel)} has none: remove 'beta'")
         if "se" in self.method and any(law != (("name", "gaussian"),) for law in self.tokens):
             fail("tokens", "method 'se' (the state evolution) assumes Gaussian tokens; put the "
