@@ -55,7 +55,16 @@ channel does not use is refused, not ignored; so are a repeated option and a
 number that is not finite or out of its range, before any work starts
 (:mod:`aimlib.cli_checks`).
 
-``--teachers wishart|centred`` chooses the teachers' family (:func:`aimlib.priors.make_priors`).
+``--channel`` is any name of the registry (:data:`aimlib.channels.registry.CHANNELS`): ``softmax``, ``hardmax``,
+``linear``, ``deep-hardmax`` (``--layers``, ``--c``), ``untied-softmax`` (untied key and query: square teachers,
+noiseless; ``se`` prints ``alpha,mmse,q,mmse_A,mmse_B``, the state evolution of GAMP with the equalised denoiser,
+and ``threshold`` the counting threshold), ``heads`` (``--heads`` averaged softmax heads: no Bayes side, so
+``se``, ``amp`` and ``threshold`` refuse it, naming why) and ``heads-concatenated`` (``--heads`` heads side by side,
+one ``--rho`` per head).  What a channel refuses (a ``--T``, ``--noise``, ``--teachers``) comes from what it
+declares (:mod:`aimlib.channels.registry`), with the option and its allowed range.
+
+``--teachers wishart|centred`` chooses the tied teachers' family (:func:`aimlib.priors.make_priors`; default
+wishart; square channels take none).
 A new command is an entry of :data:`COMMANDS` (:func:`register_command`); channels come from
 :func:`aimlib.channels.make_channel`, so a registered channel with a Bayes side works in ``se`` and ``amp``.
 """
@@ -94,7 +103,13 @@ class UsageError(ValueError):
 
 def _add_channel(p):
     p.add_argument("--channel", default="softmax", choices=list(CHANNELS),
-                   help="output channel (default: softmax); deep-hardmax: hardmax attention layers (--layers)")
+                   help="output channel (default: softmax); deep-hardmax: hardmax attention layers (--layers); "
+                        "untied-softmax: untied key and query (square S = Q K^T/sqrt(r d), noiseless; se gives "
+                        "the state evolution of GAMP with the equalised denoiser, the upper end of the bracket of "
+                        "the exact one, and its split over the symmetric and antisymmetric parts, mmse_A and "
+                        "mmse_B; threshold the counting one); heads: "
+                        "--heads softmax heads averaged (no Bayes side: refused by se and amp); "
+                        "heads-concatenated: side by side (one --rho per head)")
     p.add_argument("--beta", type=RANGES["beta"], default=None, action=_Once,
                    help="softmax inverse temperature in (0, 1e30] (softmax only; default: 1)")
     p.add_argument("--noise", type=RANGES["noise"], default=None, action=_Once,
@@ -104,13 +119,17 @@ def _add_channel(p):
     p.add_argument("--layers", type=RANGES["layers"], default=None, action=_Once,
                    help="attention layers (index matrices per sample); 2 or 3 for deep-hardmax "
                         "(default 2), else must match the channel")
+    p.add_argument("--heads", type=RANGES["positive_int"], default=None, action=_Once,
+                   help="softmax heads, index matrices per sample, of --channel heads (>= 1) or "
+                        "heads-concatenated (>= 2) (default: 2)")
 
 
 def _add_rho(p):
     p.add_argument("--rho", type=RANGES["rho"], nargs="+", default=[0.5], action=_Once,
                    help="width ratio rho = r/d in [1e-4, 1e4], one per layer (default: 0.5)")
-    p.add_argument("--teachers", choices=list(TEACHER_FAMILIES), default="wishart", action=_Once,
-                   help="teachers: wishart S = W W^T/sqrt(r d) (default) or centred S - sqrt(rho) I; "
+    p.add_argument("--teachers", choices=list(TEACHER_FAMILIES), default=None, action=_Once,
+                   help="tied teachers: wishart S = W W^T/sqrt(r d) (default) or centred S - sqrt(rho) I "
+                        "(untied-softmax: square S = Q K^T/sqrt(r d), no --teachers); "
                         "the state evolution of two deep-hardmax layers is exact for centred teachers; for "
                         "wishart ones (their layers share the index of sqrt(rho) I), and for three layers, "
                         "se prints the separable state evolution of GAMP-RIE with one denoiser per layer "
@@ -129,15 +148,15 @@ def _channel(args):
     """The channel of ``--channel`` and its options, with ``args.rho`` checked against its layers."""
     check_channel_options(args, args.command)
     layers = args.layers if "layers" in capabilities(args.channel).parameters else None
-    ch = make_channel(args.channel, beta=args.beta, noise=args.noise, c=args.c, layers=layers)
+    ch = make_channel(args.channel, beta=args.beta, noise=args.noise, c=args.c, layers=layers, heads=args.heads)
     L = ch.n_indices
     if args.layers is not None and args.layers != L:
         raise UsageError(f"--layers must be {L} for --channel {args.channel}, got {args.layers}")
     if len(args.rho) != L:
-        raise UsageError(f"--rho must hold {L} width ratio{'s' if L > 1 else ''} (one per layer) for "
-                         f"--channel {args.channel}, got {len(args.rho)}")
+        raise UsageError(f"--rho must hold {L} width ratio{'s' if L > 1 else ''} (one per index matrix: layer "
+                         f"or head) for --channel {args.channel}, got {len(args.rho)}")
     if ch.tabulated and args.command == "se":
-        tabulate_with_progress(ch, shared=args.teachers == "wishart")
+        tabulate_with_progress(ch, shared=args.teachers in (None, "wishart"))
     return ch
 
 
@@ -167,6 +186,10 @@ def _se_run(args) -> int:
     ch = _channel(args)
     priors = _priors(args, ch)
     res = se.curve(args.alpha, ch, T=args.T, rho=priors, method=args.method)
+    if ch.square:      # one index matrix of two sectors: its error, overlap and the error of each part
+        print_table(["alpha", "mmse", "q"] + [f"mmse_{s}" for s in ch.sectors],
+                    [[a, sum(m), sum(q), *m] for a, m, q in zip(res.alpha, res.mmse, res.q)])
+        return 0
     head = ["alpha"] + columns("mmse", ch.n_indices) + columns("q", ch.n_indices)
     rows = [[a, *values(m), *values(q)] for a, m, q in zip(res.alpha, res.mmse, res.q)]
     if res.prediction == "separable-gamp" and ch.n_indices == 2:
@@ -206,7 +229,7 @@ def _threshold_run(args) -> int:
         return _deep_onsets(args)
     ch = _channel(args)
     if args.estimator == "min-trace":
-        if args.teachers != "wishart":
+        if args.teachers not in (None, "wishart"):
             raise UsageError("--estimator min-trace recovers positive semi-definite (wishart) teachers only")
         if not ch.trainable or ch.linear_k(args.T) is None:
             raise UsageError(f"--estimator min-trace needs the noiseless softmax channel, got "

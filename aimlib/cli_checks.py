@@ -24,7 +24,8 @@ from . import _validate as v
 from ._lazy import LazyModule
 from ._validate import RHO_RANGE
 from .channels.deep_hardmax import check_residual
-from .channels.registry import capabilities, t_limit, threshold_limit
+from .channels.registry import capabilities, make_channel, t_limit, threshold_limit
+from .priors import TEACHER_FAMILIES
 from .rmt.spectrum import teacher_width
 from .tokens import parse_token_law
 
@@ -186,6 +187,14 @@ def check_channel_options(args, command: str) -> None:
     from what the channel declares (:func:`aimlib.channels.registry.capabilities`)."""
     ch, rho = args.channel, list(args.rho)
     cls = capabilities(ch)
+    if args.heads is not None:
+        _check_heads(ch, cls, args.heads)
+    if len(cls.sectors) > 1 and args.teachers is not None:
+        raise ValueError(f"--teachers {args.teachers}: the teachers of --channel {ch} are square, S = Q K^T/sqrt(r d) "
+                         f"(untied key and query); --teachers names the tied families ({', '.join(TEACHER_FAMILIES)}): "
+                         "give no --teachers")
+    if command != "threshold" and not cls.bayes_side:
+        raise ValueError(f"--channel {ch}: {t_limit(ch, args.T)}; {command} needs one")
     if not (command == "threshold" and cls.threshold == "weak"):
         _rho_floor(rho, " (--rho 0 only for the weak-recovery threshold: threshold --channel hardmax --rho 0)")
     if "layers" in cls.parameters:
@@ -199,10 +208,23 @@ def check_channel_options(args, command: str) -> None:
         raise ValueError(f"--T: {limit}, got --T {args.T}")
 
 
+def _check_heads(ch: str, cls, heads: int) -> None:
+    """``--heads``: an option of the heads channels only, in the range their class takes."""
+    if "heads" not in cls.parameters:
+        raise ValueError(f"--heads is not an option of --channel {ch} (it takes "
+                         f"{', '.join('--' + p for p in cls.parameters)})")
+    try:
+        make_channel(ch, heads=heads)
+    except ValueError as exc:
+        raise ValueError(f"--heads: {exc}, got --heads {heads}") from None
+
+
 def _check_threshold(args, cls) -> None:
     """``threshold``: the onsets take no options, perfect recovery needs no label noise, and each
     threshold its range of ``T``."""
     ch = args.channel
+    if cls.threshold is None or not cls.bayes_side:
+        raise ValueError(f"--channel {ch}: {threshold_limit(ch, args.T)}")
     if cls.threshold == "onsets":
         given = [o for o in ("rho", "T", "teachers", "beta", "noise", "estimator")
                  if getattr(args, "_given_" + o, False)]
@@ -236,7 +258,7 @@ def _check_deep(args, command: str, rho) -> None:
         raise ValueError("--layers 3: GAMP-RIE with one denoiser per layer cannot start on three hardmax layers "
                          "(at the uninformative start the outputs of layers 1 and 2 are proportional); se "
                          "gives its state evolution")
-    if args.layers == 3 and command != "threshold" and args.teachers != "centred":
+    if args.layers == 3 and command != "threshold" and args.teachers != "centred":   # None: wishart
         raise ValueError("--teachers: three deep-hardmax layers are implemented for centred teachers only "
                          "(--teachers centred)")
 

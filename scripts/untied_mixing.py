@@ -2,8 +2,8 @@
 
 Writes ``book/data/untied_mixing.csv`` (chapter "Untied key and query: algorithms and the exact error",
 section "The Bayes-optimal error, sampled"): one row per chain of
-:func:`aimlib.untied.sample_two_noise` at the noises ``Delta_s = 2/qhat_s``
-(:func:`aimlib.untied.sector_qhat`) of the sampled fixed points that the book
+:func:`aimlib.untied.sample_two_noise` at the noises ``Delta_s = 1/qhat_s = 1/(alpha F_s)``
+of the sampled fixed points that the book
 quotes (``T = 2``, ``rho = 0.5``, ``alpha = 0.2`` and ``0.3``; ``V`` the mean over
 the four ``d = 100`` instances of ``book/data/untied_bayes_se.csv``).  Each
 instance (``d``, ``seed``) is sampled twice with each chain length: from the
@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from aimlib.untied import sample_two_noise, sector_qhat
+from aimlib.channels.untied_softmax import sector_fisher
+from aimlib.untied import sample_two_noise
 from aimlib.untied.posterior import STARTS
 from _rows import DATA, data_parser, write_rows
 
@@ -37,12 +38,12 @@ COLUMNS = ["rho", "T", "d", "alpha", "seed", "start", "n_steps", "Delta_A", "Del
 
 
 def fixed_point_noises(alpha: float, d: int = 100) -> tuple:
-    """``(Delta_A, Delta_B) = 2/qhat`` at the mean fixed point ``V`` of ``untied_bayes_se.csv`` (``T = 2``, ``d``)."""
+    """``(Delta_A, Delta_B) = 1/(alpha F)`` at the mean fixed point ``V`` of ``untied_bayes_se.csv`` (``T = 2``)."""
     rows = np.genfromtxt(DATA / "untied_bayes_se.csv", delimiter=",", names=True, skip_header=1)
     sel = rows[(rows["T"] == T) & (rows["d"] == d) & (rows["alpha"] == alpha) & (rows["rho"] == RHO)]
     if not len(sel):
         raise ValueError(f"no fixed point at alpha={alpha}, d={d} in untied_bayes_se.csv")
-    return tuple(2.0 / q for q in sector_qhat(float(sel["V_A"].mean()), float(sel["V_B"].mean()), alpha, T))
+    return tuple(1.0 / (alpha * F) for F in sector_fisher(float(sel["V_A"].mean()), float(sel["V_B"].mean()), T))
 
 
 def rows(dims=(100, 200)):

@@ -57,6 +57,14 @@ def test_state_evolution_and_gamp_do_not_probe_channels(folder):
 def test_the_declared_noise_limits_are_the_bayes_side_s(name):
     """``t_limit`` with label noise refuses exactly where the noisy channel's ``fisher`` is not implemented."""
     cls = registry.CHANNELS[name]
+    if not cls.bayes_side:                 # refused at every T, with or without noise, as the channel refuses
+        ch = channels.make_channel(name)
+        C = ch.n_indices * len(ch.sectors)
+        for T, noise in ((2, 0.0), (3, 0.1)):
+            assert "no Bayes side" in registry.t_limit(name, T, noise=noise)
+        with pytest.raises(NotImplementedError):
+            ch.fisher((0.2,) * C, (1.5,) * C, 2)
+        return
     if "noise" not in cls.parameters:
         assert cls.noise_max_T == 0
         assert "no Bayes side with label noise" in registry.t_limit(name, 2, noise=0.1)
@@ -98,19 +106,28 @@ def test_weak_threshold_dispatch_and_its_range():
 
 def test_declared_layers_and_oracle_match_the_channels():
     for name, cls in registry.CHANNELS.items():
-        made = [channels.make_channel(name, layers=L) if "layers" in cls.parameters
-                else channels.make_channel(name) for L in cls.layer_counts]
-        assert [ch.n_indices for ch in made] == list(cls.layer_counts)
+        counts = cls.layer_counts or (cls.min_heads, cls.min_heads + 1)     # None: any number of heads
+        assert (cls.layer_counts is None) == (cls.indices_parameter == "heads")
+        made = [channels.make_channel(name, **{cls.indices_parameter: L}) if cls.indices_parameter
+                else channels.make_channel(name) for L in counts]
+        assert [ch.n_indices for ch in made] == list(counts)
+        assert (cls.indices_parameter is None) == (cls.indices_parameter not in cls.parameters)
         assert callable(getattr(cls, "oracle_fisher", None)) == cls.has_oracle
         assert callable(getattr(cls, "tabulate", None)) == cls.tabulated
         assert ("beta" in cls.parameters) == hasattr(made[0], "beta") or name == "deep-hardmax"
 
 
 def test_perfect_threshold_channels_have_exact_linear_measurements():
-    """A ``'perfect'`` threshold needs noiseless linear measurements: ``F_out = k/V`` at every ``q``."""
+    """A ``'perfect'`` threshold needs noiseless linear measurements: ``F_out = k/V`` at every ``q`` (for a
+    square index ``sum_s V_s F_s = k`` at every ratio of the errors)."""
     for name, cls in registry.CHANNELS.items():
         if cls.threshold == "perfect":
             ch = channels.make_channel(name)
             k = ch.linear_k(2)
             assert k is not None
-            assert np.allclose([ch.fisher(q, 1.5, 2) * (1.5 - q) for q in (0.1, 0.7)], k, rtol=1e-6)
+            for q in ((0.1, 0.3), (0.7, 0.2)):
+                q = q[:len(ch.sectors)]
+                Q0 = (1.5,) * len(q)
+                V = np.subtract(Q0, q)
+                F = np.atleast_1d(ch.fisher(q[0] if len(q) == 1 else q, Q0[0] if len(q) == 1 else Q0, 2))
+                assert np.dot(V, F) == pytest.approx(k, rel=1e-6)

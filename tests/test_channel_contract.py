@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aimlib.channels import (CHANNELS, ConcatenatedSoftmax, DeepAttention, Hardmax, Linear, NoisySoftmax, Softmax,
-                             make_channel, sample_indices, sample_se_measure)
+                             UntiedSoftmax, fisher_mc, make_channel, sample_indices, sample_se_measure)
 from aimlib.channels.check import check_channel
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -85,6 +85,7 @@ def test_the_registry_builds_each_channel_once(name, beta, noise):
 @pytest.mark.parametrize("channel, T", [
     (Softmax(), 2), (Softmax(beta=2.0), 3), (Linear(), 3), (Linear(noise=0.3), 2), (Hardmax(), 2),
     (NoisySoftmax(beta=1.0, noise=0.1), 2), (DeepAttention(c=0.5), 2), (ConcatenatedSoftmax(3, beta=2.0), 3),
+    (UntiedSoftmax(), 2), (UntiedSoftmax(beta=0.7), 3),
 ], ids=repr)
 def test_every_channel_passes_the_shipped_check(channel, T):
     check_channel(channel, T)
@@ -102,10 +103,41 @@ class _FisherOff(Linear):
         return 0.9 * super().fisher(q, Q0, T)
 
 
-@pytest.mark.parametrize("channel, match", [(_GradientOff(), "not the gradient"), (_FisherOff(), "Monte Carlo")])
+class _SquareFisherTwice(UntiedSoftmax):
+    """``F_s`` doubled: the replica conjugate ``2 alpha F_s`` passed off as ``F_s`` (the other convention)."""
+
+    def fisher(self, q, Q0, T):
+        return tuple(2 * F for F in super().fisher(q, Q0, T))
+
+
+class _SquareGradientTransposed(UntiedSoftmax):
+    """``g_out`` transposed: what a symmetric-index habit does to a square channel's gradient."""
+
+    def g_out(self, y, omega, V):
+        return np.swapaxes(super().g_out(y, omega, V), -1, -2)
+
+
+@pytest.mark.parametrize("channel, match", [(_GradientOff(), "not the gradient"), (_FisherOff(), "Monte Carlo"),
+                                            (_SquareFisherTwice(), "Monte Carlo"),
+                                            (_SquareGradientTransposed(), "not the gradient")])
 def test_the_check_catches_a_broken_channel(channel, match):
     with pytest.raises(AssertionError, match=match):
-        check_channel(channel, 2)
+        check_channel(channel, 3 if channel.square else 2)
+
+
+def test_a_square_channel_declares_two_sectors_and_their_index_covariance():
+    """``C(V) = 2 V_A Pi_sym + 2 V_B Pi_anti`` is the covariance of its draws (and ``V Sigma`` for one sector);
+    ``F_s = 2 E||Pi_s g||^2`` by Monte Carlo against the closed form."""
+    ch, T, V = UntiedSoftmax(), 3, (0.3, 0.1)
+    assert ch.square and ch.sectors == ("A", "B") and not Softmax().square
+    draws = ch.sample_fluctuation(200_000, T, V, seed=1).reshape(-1, T * T)
+    assert np.abs(draws.T @ draws / len(draws) - ch.index_fluctuation(V, T)).max() < 0.01   # MC: ~2e-3
+    one = Softmax().sample_fluctuation(200_000, T, 0.4, seed=1).reshape(-1, T * T)
+    assert np.abs(one.T @ one / len(one) - Softmax().index_fluctuation(0.4, T)).max() < 0.02
+    F_mc, F = fisher_mc(ch, (0.2, 0.4), (0.5, 0.5), T, seed=2), ch.fisher((0.2, 0.4), (0.5, 0.5), T)
+    assert F_mc == pytest.approx(F, rel=0.03)          # 40 000 samples: relative standard error ~1 %
+    with pytest.raises(ValueError, match="one per sector"):
+        ch.index_fluctuation(0.3, T)
 
 
 @pytest.mark.parametrize("kw, exc, match", [({"q": 2.0}, ValueError, "q"), ({"n_mc": 10}, ValueError, "n_mc"),

@@ -757,7 +757,7 @@ DEEP = {"method": ["se", "amp"], "channel": "deep-hardmax", "c": 0.5, "T": 2, "t
 @pytest.mark.parametrize("changes, field, words", [
     ({"c": None}, "c", "required by channel 'deep-hardmax'"),
     ({"c": 1.0}, "c", "coincide or vanish"),
-    ({"channel": "softmax"}, "c", "layered channels ['deep-hardmax'] only"),
+    ({"channel": "softmax"}, "c", "the channels ['deep-hardmax'] only"),
     ({"T": 3}, "T", "T = 2"),
     ({"noise": 0.1}, "noise", "no label noise"),
     ({"method": "gd", "options": None}, "channel", "softmax"),
@@ -855,11 +855,17 @@ def test_a_sweep_row_with_rademacher_tokens(tmp_path):
 
 
 def test_spec_channels_are_the_registry():
-    """A spec's ``channel`` takes the registry's names; the layered ones hold one teacher per index."""
+    """A spec's ``channel`` takes the registry's names; the layered ones hold one teacher per index; a channel
+    without a Bayes side (the averaged heads) is refused, naming the field."""
     assert sweep.CHANNELS == tuple(CHANNELS)
     assert sweep.spec.LAYERED == {c: make_channel(c).n_indices for c in CHANNELS if make_channel(c).n_indices > 1}
     for c in CHANNELS:
-        extra = {"rho": [[0.5, 0.5]], "c": 0.5} if c in sweep.spec.LAYERED else {}
+        extra = {"rho": [[0.5, 0.5]]} if c in sweep.spec.LAYERED else {}
+        extra |= {"c": 0.5} if c in sweep.spec.WITH_C else {}
+        if not CHANNELS[c].bayes_side:
+            with pytest.raises(SpecError, match="spec field 'channel'.*no Bayes side"):
+                SweepSpec(**{**BASE, "channel": c, **extra})
+            continue
         assert SweepSpec(**{**BASE, "channel": c, **extra}).channel == (c,)
     with pytest.raises(SpecError, match="channel"):
         SweepSpec(**{**BASE, "channel": "softmx"})

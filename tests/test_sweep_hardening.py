@@ -197,7 +197,7 @@ def test_a_huge_value_is_shortened_in_the_message():
 # ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("changes, field, words", [
-    ({"channel": "hardmax", "beta": 2.0}, "beta", "softmax channel's inverse temperature"),
+    ({"channel": "hardmax", "beta": 2.0}, "beta", "heads-concatenated channels' inverse temperature"),
     ({"channel": ["linear", "hardmax"], "beta": 1.0}, "beta", "remove 'beta'"),
     ({"tokens": "rademacher"}, "tokens", "assumes Gaussian tokens"),
     ({"method": ["se", "amp"], "d": 20, "tokens": {"name": "sparse", "p": 0.3}}, "tokens",

@@ -7,6 +7,11 @@ import numpy as np
 import pytest
 
 from aimlib import untied as u
+from aimlib.channels import untied_softmax as usm
+from aimlib.rmt import rectangular as rr
+from aimlib.channels import UntiedSoftmax
+from aimlib.priors import Gaussian
+from aimlib.state_evolution import fixed_point
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -123,21 +128,27 @@ def _quotient_logdet(VA, VB, T):
 
 @pytest.mark.parametrize("T", [2, 3, 4])
 def test_output_free_entropy_is_the_quotient_log_det(T):
-    ref = _quotient_logdet(0.3, 0.3, T) + 2 * u.output_free_entropy(0.3, 0.3, T)
+    ref = _quotient_logdet(0.3, 0.3, T) + 2 * usm.sector_free_entropy(0.3, 0.3, T)
     for VA, VB in ((0.1, 0.4), (0.7, 0.05), (1.0, 1.0)):
-        assert _quotient_logdet(VA, VB, T) + 2 * u.output_free_entropy(VA, VB, T) == pytest.approx(ref)
+        assert _quotient_logdet(VA, VB, T) + 2 * usm.sector_free_entropy(VA, VB, T) == pytest.approx(ref)
 
 
-def test_sector_qhat_is_the_derivative_of_psi_out():
-    T, alpha, VA, VB, eps = 3, 0.2, 0.2, 0.35, 1e-6
-    qA, qB = u.sector_qhat(VA, VB, alpha, T)
-    dA = (u.output_free_entropy(VA + eps, VB, T) - u.output_free_entropy(VA - eps, VB, T)) / (2 * eps)
-    dB = (u.output_free_entropy(VA, VB + eps, T) - u.output_free_entropy(VA, VB - eps, T)) / (2 * eps)
-    assert qA == pytest.approx(-4 * alpha * dA, rel=1e-6)
-    assert qB == pytest.approx(-4 * alpha * dB, rel=1e-6)
+def test_the_conjugate_is_four_over_K_times_the_derivative_of_psi_out():
+    """The one convention of ``aimlib.channels.base``: ``qhat_s = alpha F_s = (4/K) alpha dPsi_out/dq_s`` with
+    ``K = 2`` sectors (finite differences of ``Psi_out``), the state evolution's ``qhat``, and ``1/qhat_s`` the
+    noise of the prior's part ``s``: the square Gaussian prior's errors are ``(1/2)/(1 + qhat_s)``."""
+    ch, T, alpha, VA, VB, eps = UntiedSoftmax(), 3, 0.2, 0.2, 0.35, 1e-6
+    K = len(ch.sectors)
+    qA, qB = (alpha * F for F in ch.fisher((0.5 - VA, 0.5 - VB), (0.5, 0.5), T))
+    dA = (usm.sector_free_entropy(VA + eps, VB, T) - usm.sector_free_entropy(VA - eps, VB, T)) / (2 * eps)
+    dB = (usm.sector_free_entropy(VA, VB + eps, T) - usm.sector_free_entropy(VA, VB - eps, T)) / (2 * eps)
+    assert qA == pytest.approx(-4 / K * alpha * dA, rel=1e-6)
+    assert qB == pytest.approx(-4 / K * alpha * dB, rel=1e-6)
     # equal errors: (T^2 - 1)/2 and (T - 1)^2/2 effective measurements
-    qA, qB = u.sector_qhat(0.25, 0.25, alpha, T)
-    assert (qA, qB) == pytest.approx((4 * alpha * 8 / 2 / 0.5, 4 * alpha * 4 / 2 / 0.5))
+    assert ch.fisher((0.25, 0.25), (0.5, 0.5), T) == pytest.approx((8 / 0.5, 4 / 0.5))
+    res = fixed_point(0.05, ch, T=T, rho=Gaussian(symmetric=False))
+    assert res.mmse == pytest.approx(tuple(0.5 / (1 + qh) for qh in res.qhat), rel=1e-9)
+    assert ch.sector_noises(res.q, (0.5, 0.5), T, 0.05) == pytest.approx(tuple(1 / qh for qh in res.qhat))
 
 
 @pytest.mark.parametrize("T", [2, 3])
@@ -184,13 +195,13 @@ def test_gaussian_prior_sector_split_matches_finite_d():
 def test_mmse_rect_limits():
     for rho in (0.2, 0.5, 1.0):
         f = u.unknowns_fraction(rho)
-        assert u.mmse_rect(1e-3, rho) / 1e-3 == pytest.approx(f, rel=0.01)
-        assert u.mmse_rect(1e-5, rho) / 1e-5 == pytest.approx(f, rel=0.01)
-        assert u.mmse_rect(1e4, rho) == pytest.approx(1.0, abs=1e-3)
-        m = u.mmse_rect(np.logspace(-3, 3, 50), rho)
+        assert rr.mmse_rect(1e-3, rho) / 1e-3 == pytest.approx(f, rel=0.01)
+        assert rr.mmse_rect(1e-5, rho) / 1e-5 == pytest.approx(f, rel=0.01)
+        assert rr.mmse_rect(1e4, rho) == pytest.approx(1.0, abs=1e-3)
+        m = rr.mmse_rect(np.logspace(-3, 3, 50), rho)
         assert np.all(np.diff(m) > 0) and np.all(m < np.logspace(-3, 3, 50) * f * 1.001)
     with pytest.raises(ValueError, match="delta"):
-        u.mmse_rect(0.0, 0.5)
+        rr.mmse_rect(0.0, 0.5)
 
 
 @pytest.mark.parametrize("rho,delta,ref", [(0.2, 0.1, 0.035524797686080536),
@@ -199,18 +210,18 @@ def test_mmse_rect_limits():
                                            (1.0, 3.268027589410125, 0.7588782706207478)])
 def test_mmse_rect_against_published_values(rho, delta, ref):
     """Troiani et al. (2022), repository SPOC-group/rectangular_RIE, data/MMSE (aspect ratio 1)."""
-    assert u.mmse_rect(delta, rho) == pytest.approx(ref, rel=2e-3)
+    assert rr.mmse_rect(delta, rho) == pytest.approx(ref, rel=2e-3)
 
 
 def test_singular_density_mass_and_moment():
     """The symmetrised singular law of ``Y``: mass 1, second moment ``1 + Delta``."""
     for rho, delta in ((0.2, 0.05), (0.5, 1.0), (1.5, 3.0)):
         x = np.linspace(0.0, 4 / math.sqrt(min(rho, 1)) + 4 * math.sqrt(delta), 40001)
-        mu = u.singular_density(x, delta, rho)
+        mu = rr.singular_density(x, delta, rho)
         assert 2 * np.sum(mu) * (x[1] - x[0]) == pytest.approx(1.0, abs=2e-3)
         assert 2 * np.sum(mu * x * x) * (x[1] - x[0]) == pytest.approx(1 + delta, rel=2e-3)
     with pytest.raises(ValueError, match="delta"):
-        u.singular_density([0.5], -1.0, 0.5)
+        rr.singular_density([0.5], -1.0, 0.5)
 
 
 def test_mmse_rect_against_the_oracle_at_finite_d():
@@ -219,7 +230,7 @@ def test_mmse_rect_against_the_oracle_at_finite_d():
     deltas = np.array([0.01, 0.3, 3.0])
     for rho in (0.2, 0.5):
         orc = u.oracle_curve(rho, deltas, 400, 1)
-        assert np.all(np.abs(orc / u.mmse_rect(deltas, rho) - 1) < 0.015)
+        assert np.all(np.abs(orc / rr.mmse_rect(deltas, rho) - 1) < 0.015)
 
 
 def test_rie_rect_finite_d_reaches_mmse_rect():
@@ -230,10 +241,10 @@ def test_rie_rect_finite_d_reaches_mmse_rect():
         errs = []
         for seed in (10, 11):
             S, Y = u.sample_denoising_untied(d, rho, delta, seed)
-            errs.append(np.sum((u.rie_rect(Y, delta) - S) ** 2) / d)
-        assert np.mean(errs) == pytest.approx(u.mmse_rect(delta, rho), rel=0.03)
+            errs.append(np.sum((rr.rie_rect(Y, delta) - S) ** 2) / d)
+        assert np.mean(errs) == pytest.approx(rr.mmse_rect(delta, rho), rel=0.03)
     with pytest.raises(ValueError, match="square"):
-        u.rie_rect(np.ones((3, 4)), 1.0)
+        rr.rie_rect(np.ones((3, 4)), 1.0)
 
 
 # ------------------------------------------------------------------ isotropic closure
@@ -246,7 +257,7 @@ def test_solve_untied_fixed_point_and_threshold():
     for alpha in (0.05, 0.2, 0.35):
         V, q = u.solve_untied(alpha, T, rho)
         assert 0 < V < 1 and q == pytest.approx(1 - V)
-        assert V == pytest.approx(u.mmse_rect(V / (2 * alpha), rho), rel=1e-7)
+        assert V == pytest.approx(rr.mmse_rect(V / (2 * alpha), rho), rel=1e-7)
     assert u.solve_untied(0.98 * a_c, T, rho)[0] > 0
     assert u.solve_untied(a_c, T, rho)[0] == 0.0
     m = u.curve_untied([0.05, 0.1, 0.2, 0.3], T, rho)
@@ -284,11 +295,12 @@ def test_tied_vs_untied_script_and_its_file():
 
 
 def test_euler_identity_of_the_output_side():
-    """``V_A qhat_A + V_B qhat_B = 2 alpha (T^2 - T)`` at every ratio (the threshold proof)."""
+    """``V_A F_A + V_B F_B = T^2 - T`` at every ratio (the threshold proof), the channel's ``linear_k``."""
     for T in (2, 3, 5):
         for VA, VB in ((0.1, 0.4), (0.01, 0.02), (0.3, 0.001)):
-            qA, qB = u.sector_qhat(VA, VB, 0.3, T)
-            assert VA * qA + VB * qB == pytest.approx(2 * 0.3 * (T * T - T))
+            FA, FB = usm.sector_fisher(VA, VB, T)
+            assert VA * FA + VB * FB == pytest.approx(T * T - T)
+            assert UntiedSoftmax().linear_k(T) == T * T - T
 
 
 def _tangent_mu(d, rho):
@@ -311,10 +323,10 @@ def test_linearised_two_overlap_se_has_the_counting_threshold(T):
     wA, wB = (1 + mu) / 2, (1 - mu) / 2
 
     def alpha_and_EA(x):
-        qA, qB = u.sector_qhat(x, 1 - x, 1.0, T)
-        den = wA * qA + wB * qB
-        alpha = 2 * f * np.mean(1 / den)
-        return alpha, 2 * f * np.mean(wA / den) / alpha
+        FA, FB = usm.sector_fisher(x, 1 - x, T)                 # qhat / alpha, 1/Delta in the prior's units
+        den = wA * FA + wB * FB
+        alpha = f * np.mean(1 / den)
+        return alpha, f * np.mean(wA / den) / alpha
 
     x = brentq(lambda x: alpha_and_EA(x)[1] - x, 1e-6, 1 - 1e-6)
     assert alpha_and_EA(x)[0] == pytest.approx(u.count_threshold(0.5, T), rel=1e-9)

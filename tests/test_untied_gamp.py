@@ -6,8 +6,12 @@ import numpy as np
 import pytest
 
 from aimlib import untied as u
+from aimlib.channels import untied_softmax as usm
+from aimlib.priors import rectangular as pr
+from aimlib.rmt import rectangular as rr
 from aimlib.amp import gamp_rie
 from aimlib.channels import UntiedSoftmax
+from aimlib.channels.base import sector_projectors
 from aimlib.priors import Gaussian
 
 # ------------------------------------------------------------------ channel step
@@ -17,23 +21,23 @@ from aimlib.priors import Gaussian
 def test_sector_noise_is_two_over_qhat(T):
     """The algorithm's ``Delta_s = 1/(2 alpha Tr(Gamma Pi_s))`` is ``2/qhat_s`` of the replica output term."""
     for VA, VB in ((0.3, 0.1), (0.05, 0.4), (0.5, 0.5)):
-        _, Gamma = u.channel_matrices(VA, VB, T)
-        qA, qB = u.sector_qhat(VA, VB, 0.7, T)
-        assert u.sector_deltas(Gamma, T, 0.7) == pytest.approx((2 / qA, 2 / qB), rel=1e-12)
+        _, Gamma = usm.channel_matrices(VA, VB, T)
+        noises = UntiedSoftmax().sector_noises((0.5 - VA, 0.5 - VB), (0.5, 0.5), T, 0.7)
+        assert usm.sector_deltas(Gamma, T, 0.7) == pytest.approx(noises, rel=1e-12)
 
 
 def test_g_out_ignores_row_shifts_and_is_matched():
     """``Gamma U = 0`` (the row constants are unknown), and ``E[g g^T] = Gamma = -dg/domega``."""
     T, VA, VB = 3, 0.2, 0.45
-    C, Gamma = u.channel_matrices(VA, VB, T)
-    assert np.abs(Gamma @ u.shift_basis(T)).max() < 1e-12
+    C, Gamma = usm.channel_matrices(VA, VB, T)
+    assert np.abs(Gamma @ usm.shift_basis(T)).max() < 1e-12
     rng = np.random.default_rng(0)
     n = 200_000
     omega = rng.standard_normal((n, T, T))
     z = omega + (rng.standard_normal((n, T * T)) @ np.linalg.cholesky(C).T).reshape(n, T, T)
     shifted = z + rng.standard_normal((n, T, 1))          # z0 = z up to one constant per row
-    g = u.untied_g_out(shifted, omega, Gamma)
-    assert np.allclose(g, u.untied_g_out(z, omega, Gamma))
+    g = usm.untied_g_out(shifted, omega, Gamma)
+    assert np.allclose(g, usm.untied_g_out(z, omega, Gamma))
     emp = g.reshape(n, -1).T @ g.reshape(n, -1) / n
     assert np.abs(emp - Gamma).max() < 0.03 * np.abs(Gamma).max()
 
@@ -53,13 +57,13 @@ def test_spectral_divergences_against_the_jacobian():
         return (U * f(s)) @ Vt
 
     U, s, Vt = np.linalg.svd(Y)
-    div_A, div_B = u.spectral_divergences(U, s, Vt, f(s), 1 + 0.3 / np.cosh(s) ** 2 - 0.2 * s)
+    div_A, div_B = rr.spectral_divergences(U, s, Vt, f(s), 1 + 0.3 / np.cosh(s) ** 2 - 0.2 * s)
     eps, J = 1e-6, np.zeros((d * d, d * d))
     for k in range(d * d):
         E = np.zeros(d * d)
         E[k] = eps
         J[:, k] = (F(Y + E.reshape(d, d)) - F(Y - E.reshape(d, d))).ravel() / (2 * eps)
-    P = u.sector_projector(d)
+    P = sector_projectors(d)[0]
     assert div_A == pytest.approx(np.trace(P @ J), rel=1e-7)
     assert div_B == pytest.approx(np.trace(J) - np.trace(P @ J), rel=1e-7)
 
@@ -67,10 +71,10 @@ def test_spectral_divergences_against_the_jacobian():
 @pytest.mark.parametrize("rho, delta", [(0.5, 0.3), (0.2, 0.01), (1.0, 2.0)])
 def test_singular_hilbert_is_the_real_part_of_the_stieltjes_transform(rho, delta):
     x = np.array([0.05, 0.3, 0.9, 1.5])
-    g = u.singular_stieltjes(x, delta, rho)
-    assert np.allclose(u.singular_hilbert(x, delta, rho), g.real, rtol=1e-4, atol=1e-4)
+    g = rr.singular_stieltjes(x, delta, rho)
+    assert np.allclose(rr.singular_hilbert(x, delta, rho), g.real, rtol=1e-4, atol=1e-4)
     far = np.array([30.0])                                  # outside the support, h ~ 1/x
-    assert u.singular_hilbert(far, delta, rho)[0] == pytest.approx(1 / 30, rel=0.02)
+    assert rr.singular_hilbert(far, delta, rho)[0] == pytest.approx(1 / 30, rel=0.02)
 
 
 @pytest.mark.parametrize("delta", [0.05, 0.5])
@@ -78,10 +82,10 @@ def test_prior_aware_rie_reaches_mmse_rect_and_predicts_its_errors(delta):
     """At equal noises the prior step is the Bayes-optimal RIE: error ``mmse_rect``, half per part."""
     d, rho = 200, 0.5
     S, Y = u.sample_denoising_untied(d, rho, delta, seed=3)
-    S_hat, V, V_ons = u.rect_prior_step(Y, (delta, delta), np.zeros((d, d)), rho)
+    S_hat, V, V_ons = pr.rect_prior_step(Y, (delta, delta), np.zeros((d, d)), rho)
     E = S_hat - S
     err = np.sum(E * E) / d
-    m = u.mmse_rect(delta, rho)
+    m = rr.mmse_rect(delta, rho)
     assert err == pytest.approx(m, rel=0.05)
     assert V == pytest.approx((m / 2, m / 2))
     assert sum(V_ons) == pytest.approx(m, rel=0.05)         # divergence = mmse/Delta (Bayes)
@@ -96,11 +100,11 @@ def test_stein_estimates_of_the_tuned_step_under_two_noises():
     S = u.sample_teacher_untied(d, rho, rng)
     (Z1, Z2), deltas = rng.standard_normal((2, d, d)) / math.sqrt(d), (0.2, 0.6)
     R = S + math.sqrt(deltas[0]) * (Z1 + Z1.T) / 2 + math.sqrt(deltas[1]) * (Z2 - Z2.T) / 2
-    F, V, _ = u.tuned_prior_step(R, deltas, deltas, rho)
+    F, V, _ = pr.tuned_prior_step(R, deltas, deltas, rho)
     E = F - S
     actual = (np.sum((E + E.T) ** 2) / (4 * d), np.sum((E - E.T) ** 2) / (4 * d))
     assert V == pytest.approx(actual, rel=0.03)
-    F_eq, V_eq, _ = u.rect_prior_step(R, deltas, rng.standard_normal((d, d)) / math.sqrt(d), rho)
+    F_eq, V_eq, _ = pr.rect_prior_step(R, deltas, rng.standard_normal((d, d)) / math.sqrt(d), rho)
     assert np.sum((F_eq - S) ** 2) / d == pytest.approx(sum(V_eq), rel=0.03)
     assert sum(actual) < 0.8 * sum(V_eq)
 
@@ -200,7 +204,7 @@ def test_bad_inputs_name_the_parameter():
     with pytest.raises(ValueError, match="alpha"):
         u.run_untied_gamp(0.0, 2, 10, 0.5)
     with pytest.raises(ValueError, match="VA"):
-        u.channel_matrices(0.0, 0.1, 2)
+        usm.channel_matrices(0.0, 0.1, 2)
 
 
 def test_reproducible_and_on_the_device(strict_cupy):

@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 from aimlib import untied as u
+from aimlib.channels import untied_softmax as usm
+from aimlib.rmt import rectangular as rr
 from aimlib.errors import ConvergenceError
 from aimlib.priors import Sampled, sampled
 
@@ -21,7 +23,7 @@ def test_isotropic_noise_gives_the_rectangular_mmse(delta):
     shared between the parts in proportion to their dimensions."""
     d = 50
     r = u.sample_two_noise(d, 0.5, (delta, delta), seed=3)
-    assert r.mmse == pytest.approx(u.mmse_rect(delta, 0.5), rel=0.03)
+    assert r.mmse == pytest.approx(rr.mmse_rect(delta, 0.5), rel=0.03)
     assert r.errors[0] / r.mmse == pytest.approx(_iso_share(d), rel=0.03)
     assert 0.5 < r.acceptance <= 1 and max(r.stderr) < 0.01 * r.mmse
 
@@ -32,7 +34,7 @@ def test_each_part_between_its_isotropic_bounds(deltas):
     ``min Delta`` and at ``max Delta``, and the better-seen part is the better estimated one."""
     d = 40
     r = u.sample_two_noise(d, 0.5, deltas, seed=1)
-    lo, hi = (u.mmse_rect(x, 0.5) for x in sorted(deltas))
+    lo, hi = (rr.mmse_rect(x, 0.5) for x in sorted(deltas))
     for err, share in zip(r.errors, (_iso_share(d), 1 - _iso_share(d))):
         assert lo * share * 0.97 < err < hi * share * 1.03
     better = int(np.argmin(deltas))
@@ -62,7 +64,7 @@ def test_sampled_state_evolution_lies_in_the_bracket_and_is_a_fixed_point():
     lo, hi = u.bracket_untied(alpha, T, rho)
     assert lo < se.mmse < hi
     assert se.V[0] < se.V[1]                                     # the symmetric part is seen better
-    deltas = tuple(2 / q for q in u.sector_qhat(*se.V, alpha, T))
+    deltas = tuple(1 / (alpha * F) for F in usm.sector_fisher(*se.V, T))
     again = u.sample_two_noise(d, rho, deltas, seed=0).errors
     assert again == pytest.approx(se.V, rel=0.01)
     assert se.trace.shape == (se.iterations, 4)
@@ -83,8 +85,8 @@ def test_sampled_state_evolution_agrees_with_the_former_loop():
     assert se.V == pytest.approx(FORMER[0.15, 24, 0, 150], rel=2e-3)
     assert se.mmse == pytest.approx(sum(FORMER[0.15, 24, 0, 150]), rel=2e-3)
     assert se.trace.shape == (se.iterations, 4) and np.all(se.trace[:, 2:] > 0)
-    again = u.sector_qhat(*se.trace[-2, :2], 0.15, 2)                   # each row's noises are the previous V's
-    assert tuple(se.trace[-1, 2:]) == pytest.approx(tuple(2 / q for q in again), rel=1e-12)
+    again = usm.sector_fisher(*se.trace[-2, :2], 2)                          # each row's noises are the previous V's
+    assert tuple(se.trace[-1, 2:]) == pytest.approx(tuple(1 / (0.15 * F) for F in again), rel=1e-12)
 
 
 def test_a_floor_wider_than_tol_is_reported_with_its_centre():

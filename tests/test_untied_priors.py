@@ -8,9 +8,13 @@ import numpy as np
 import pytest
 
 from aimlib import untied as u
+from aimlib.channels import untied_softmax as usm
+from aimlib.priors import rectangular as pr
+from aimlib.rmt import rectangular as rr
 from aimlib.amp.square_step import square_channel_step
 from aimlib.channels import UntiedSoftmax
 from aimlib.index_map import IndexMap
+from aimlib.channels.base import sector_projectors
 from aimlib.errors import ConvergenceError
 from aimlib.priors import Gaussian, Rectangular, Sampled, check_prior, make_prior
 from aimlib.state_evolution import fixed_point
@@ -49,7 +53,7 @@ def test_teacher_is_the_prior_draw(rho):
 def test_the_tuned_denoiser_has_a_state_evolution_at_equal_noises_only():
     """At equal noises both denoisers are the rectangular RIE of ``R`` (error ``mmse_rect``, half per part); at
     unequal ones the tuned denoiser has no formula and says so, instead of the equalised one's error."""
-    tuned, m = Rectangular(0.5, "tuned"), u.mmse_rect(0.4, 0.5)
+    tuned, m = Rectangular(0.5, "tuned"), rr.mmse_rect(0.4, 0.5)
     assert tuned.sector_mmse((0.4, 0.4)) == pytest.approx((m / 2, m / 2), rel=1e-12)
     assert tuned.sector_mmse((math.inf, math.inf)) == (0.5, 0.5)
     with pytest.raises(NotImplementedError, match="tuned denoiser has no state evolution"):
@@ -59,7 +63,7 @@ def test_the_tuned_denoiser_has_a_state_evolution_at_equal_noises_only():
 def test_rectangular_sector_mmse_is_the_equalised_closure():
     """Both parts at the larger noise, and the generic SE with it lands on the upper bracket."""
     prior = Rectangular(0.5)
-    m = u.mmse_rect(0.7, 0.5)
+    m = rr.mmse_rect(0.7, 0.5)
     assert prior.sector_mmse((0.2, 0.7)) == pytest.approx((m / 2, m / 2), rel=1e-12)
     assert prior.sector_mmse((math.inf, math.inf)) == (0.5, 0.5)
     assert prior.zero_slope() == pytest.approx(u.unknowns_fraction(0.5)) == 0.75
@@ -76,7 +80,7 @@ def test_equaliser_is_drawn_once_and_the_denoisers_validate():
     first, again = prior.denoise(R, (0.1, 0.3)), prior.denoise(R, (0.1, 0.3))
     assert np.array_equal(first[0], again[0])                          # the same Ginibre matrix
     Z = np.random.default_rng(2).standard_normal((d, d)) / math.sqrt(d)
-    assert np.array_equal(first[0], u.rect_prior_step(R, (0.1, 0.3), Z, rho)[0])
+    assert np.array_equal(first[0], pr.rect_prior_step(R, (0.1, 0.3), Z, rho)[0])
     with pytest.raises(ValueError, match="denoiser"):
         Rectangular(rho, "bayes")
     with pytest.raises(ValueError, match="deltas must be a pair"):
@@ -100,11 +104,10 @@ def test_fisher_is_the_noise_of_the_parts(T):
     for VA, VB in ((0.3, 0.1), (0.05, 0.4), (0.5, 0.5)):
         F = ch.fisher((0.5 - VA, 0.5 - VB), (0.5, 0.5), T)
         deltas = tuple(1 / (alpha * f) for f in F)
-        assert deltas == pytest.approx(u.sector_deltas(u.channel_matrices(VA, VB, T)[1], T, alpha), rel=1e-12)
+        assert deltas == pytest.approx(usm.sector_deltas(usm.channel_matrices(VA, VB, T)[1], T, alpha), rel=1e-12)
         assert deltas == pytest.approx(ch.effective_noises((VA, VB), T, alpha), rel=1e-12)
-        qhat = u.sector_qhat(VA, VB, alpha, T)
-        assert deltas == pytest.approx(tuple(2 / q for q in qhat), rel=1e-12)
-        assert Gaussian(symmetric=False).sector_mmse(deltas) == pytest.approx(tuple(1 / (2 + q) for q in qhat))
+        assert deltas == pytest.approx(ch.sector_noises((0.5 - VA, 0.5 - VB), (0.5, 0.5), T, alpha), rel=1e-12)
+        assert Gaussian(symmetric=False).sector_mmse(deltas) == pytest.approx(tuple(0.5 / (1 + alpha * f) for f in F))
     kA, kB = u.measurements_per_sample(T) + T - 1, (T - 1) ** 2
     assert ch.fisher((0.3, 0.3), (0.5, 0.5), T) == pytest.approx((kA / 0.4, kB / 0.4))
     assert ch.fisher((0.5, 0.2), (0.5, 0.5), T)[0] == math.inf
@@ -122,11 +125,11 @@ def test_g_out_is_the_gradient_of_log_partition():
         fd = (ch.log_partition(y, omega + E, V) - ch.log_partition(y, omega - E, V)) / (2 * eps)
         assert fd == pytest.approx(g[:, a, b], rel=1e-6, abs=1e-8)
     F = ch.fisher((0.5 - V[0], 0.5 - V[1]), (0.5, 0.5), T)
-    _, Gamma = u.channel_matrices(*V, T)
-    P = u.sector_projector(T)
+    _, Gamma = usm.channel_matrices(*V, T)
+    P = sector_projectors(T)[0]
     assert F == pytest.approx((2 * np.sum(Gamma * P), 2 * np.sum(Gamma * (np.eye(T * T) - P))))
     psi = ch.output_free_entropy((0.5 - V[0], 0.5 - V[1]), (0.5, 0.5), T)
-    assert psi == pytest.approx(u.output_free_entropy(*V, T))
+    assert psi == pytest.approx(usm.sector_free_entropy(*V, T))
 
 
 def test_channel_forward_map_and_bad_inputs():

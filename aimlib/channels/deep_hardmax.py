@@ -89,6 +89,7 @@ class DeepAttention(Channel):
     joint_output = True
     parameters = ("c", "layers")
     layer_counts = (2, 3)
+    indices_parameter = "layers"
     max_T = 2
     max_T_why = "its Bayes side is tabulated for hardmax layers at T = 2"
     noise_max_T = 0

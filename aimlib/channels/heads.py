@@ -36,6 +36,9 @@ class _Heads(Channel):
     """``H`` softmax heads of inverse temperature ``beta`` (``H`` index matrices per sample)."""
 
     min_heads = 1
+    layer_counts = None
+    indices_parameter = "heads"
+    threshold = None
 
     def __init__(self, heads: int = 2, beta: float = 1.0, noise: float = 0.0):
         super().__init__(noise)
@@ -54,6 +57,11 @@ class MultiHeadSoftmax(_Heads):
     """``H`` softmax heads of inverse temperature ``beta``, averaged; optional Gaussian label noise."""
 
     name = "heads"
+    parameters = ("heads", "beta", "noise")
+    bayes_side = False
+    bayes_side_why = ("every output entry mixes all heads, so the posterior does not factorise over "
+                      "them; heads-concatenated keeps them apart")
+    noise_max_T = 0
 
     def clean(self, h):
         """``(1/H) sum_h softmax(beta h[:, h])``, row by row: ``(n, H, T, T) -> (n, T, T)``.
@@ -72,6 +80,8 @@ class ConcatenatedSoftmax(_Heads):
 
     name = "heads-concatenated"
     min_heads = 2
+    parameters = ("heads", "beta")
+    noise_max_T = 0
 
     def __init__(self, heads: int = 2, beta: float = 1.0):
         super().__init__(heads, beta)

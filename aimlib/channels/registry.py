@@ -5,9 +5,11 @@ from .. import _validate as v
 from .base import Channel
 from .deep_hardmax import DeepAttention
 from .hardmax import Hardmax
+from .heads import ConcatenatedSoftmax, MultiHeadSoftmax
 from .linear import Linear
 from .softmax import Softmax
 from .softmax_noisy import NoisySoftmax
+from .untied_softmax import UntiedSoftmax
 
 __all__ = ["CHANNELS", "PARAMETERS", "MAX_T", "capabilities", "max_t", "t_limit", "threshold_limit",
            "make_channel"]
@@ -15,7 +17,8 @@ __all__ = ["CHANNELS", "PARAMETERS", "MAX_T", "capabilities", "max_t", "t_limit"
 #: the channel class each name makes (:func:`make_channel`); what each can do is declared on its class
 #: (:class:`~aimlib.channels.base.Channel`: ``parameters``, ``layer_counts``, ``max_T``, ``noise_max_T``,
 #: ``threshold``, ``trainable``, ...), and the interfaces ask :func:`capabilities` instead of testing names
-CHANNELS = {"softmax": Softmax, "hardmax": Hardmax, "linear": Linear, "deep-hardmax": DeepAttention}
+CHANNELS = {"softmax": Softmax, "hardmax": Hardmax, "linear": Linear, "deep-hardmax": DeepAttention,
+            "untied-softmax": UntiedSoftmax, "heads": MultiHeadSoftmax, "heads-concatenated": ConcatenatedSoftmax}
 #: the channel names and the parameters each one takes
 PARAMETERS = {name: cls.parameters for name, cls in CHANNELS.items()}
 #: the channels whose Bayes side exists up to some ``T`` only: the largest ``T``, and why.  The one
@@ -46,6 +49,8 @@ def t_limit(channel: str, T: int, noise: float = 0.0) -> str | None:
     for T <= 3 only (...)"; the callers add the name of their parameter and the value they got.
     """
     cls = capabilities(channel)
+    if not cls.bayes_side:
+        return f"the {channel} channel has no Bayes side ({cls.bayes_side_why})"
     if noise and cls.noise_max_T == 0:
         return f"the {channel} channel has no Bayes side with label noise; give noise 0"
     if noise and cls.noise_max_T is not None and T > cls.noise_max_T:
@@ -60,6 +65,8 @@ def t_limit(channel: str, T: int, noise: float = 0.0) -> str | None:
 def threshold_limit(channel: str, T: int) -> str | None:
     """Why ``channel``'s threshold (its ``threshold`` kind) is not offered at ``T``, or ``None``."""
     cls = capabilities(channel)
+    if cls.threshold is None or not cls.bayes_side:
+        return f"the {channel} channel offers no recovery threshold"
     if cls.threshold_max_T is None or T <= cls.threshold_max_T:
         return None
     return (f"the {channel} {cls.threshold}-recovery threshold is available for "
@@ -71,12 +78,15 @@ def make_channel(channel="softmax", **params) -> Channel:
 
     Parameters
     ----------
-    channel : {'softmax', 'hardmax', 'linear', 'deep-hardmax'} or Channel
+    channel : {'softmax', 'hardmax', 'linear', 'deep-hardmax', 'untied-softmax', 'heads', 'heads-concatenated'}
+        or Channel
         The channel.  An instance is returned as it is (no ``params`` allowed).
     **params
-        ``beta`` (softmax only), ``noise`` (label-noise variance; not for deep-hardmax)
-        ``c`` and ``layers`` (the residual strength and the number of layers, 2 or 3, of
-        deep-hardmax, hardmax attention layers).
+        ``beta`` (the softmax channels), ``noise`` (label-noise variance; softmax, hardmax, linear,
+        heads), ``c`` and ``layers`` (the residual strength and the number of layers, 2 or 3, of
+        deep-hardmax, hardmax attention layers), ``heads`` (the number of softmax heads: averaged,
+        ``heads``, or side by side, ``heads-concatenated``).  ``untied-softmax`` is the softmax of
+        untied key and query (square indices, two sectors).
         A parameter the channel does not take is refused; ``None`` means "not given".  ``softmax`` with
         ``noise > 0`` gives a :class:`~aimlib.channels.softmax_noisy.NoisySoftmax`.
     """

@@ -10,7 +10,8 @@ shift per row, ``T^2 - T`` exact linear measurements per sample.
 
 Bayes side.  With ``V_A, V_B`` the errors of the symmetric and antisymmetric parts
 of the estimate, a fresh index matrix fluctuates around ``omega`` with covariance
-``C = 2 V_A Pi_sym + 2 V_B Pi_anti`` on ``R^{T x T}`` (:func:`channel_matrices`), and
+``C = 2 V_A Pi_sym + 2 V_B Pi_anti`` on ``R^{T x T}`` (the contract's index covariance of a square
+index, :meth:`aimlib.channels.base.Channel.index_fluctuation`; :func:`channel_matrices`), and
 its posterior on the affine set ``z0 + span(U)`` (``U`` the row shifts,
 :func:`shift_basis`) gives
 
@@ -30,9 +31,10 @@ channel of its own noise ``Delta_s = 1/(alpha F_s)`` with
 
 .. math::  F_A = \frac{k_1}{V_A} + \frac{k_3}{V_A + V_B}, \qquad F_B = \frac{k_2}{V_B} + \frac{k_3}{V_A + V_B}
 
-(:meth:`UntiedSoftmax.fisher`, ``F_s = -2 dPsi_out/dV_s``), in the noise convention of
-:mod:`aimlib.priors.base` (``R = S + sqrt(Delta_s)`` times the part ``s`` of a
-Ginibre matrix).  GAMP's backward step has the same noises,
+(:meth:`UntiedSoftmax.fisher`, ``F_s = -2 dPsi_out/dV_s``, the contract's ``(4/K) dPsi_out/dq_s``
+with ``K = 2`` sectors), in the noise convention of :mod:`aimlib.priors.base` (``R = S + sqrt(Delta_s)``
+times the part ``s`` of a Ginibre matrix; the one conjugate ``qhat_s = alpha F_s = 1/Delta_s`` of
+:mod:`aimlib.channels.base`).  GAMP's backward step has the same noises,
 ``Delta_s = 1/(2 alpha Tr(Gamma Pi_s))`` (:func:`sector_deltas`).  At ``V_A = V_B``
 ``F_s = k_s'/V`` with ``(k_A', k_B') = (T^2 - 1, (T - 1)^2)`` (:func:`sector_k`):
 the channel is anisotropic, and their mean ``T^2 - T`` is the isotropic closure's.
@@ -45,10 +47,11 @@ import numpy as np
 
 from .. import _validate as v
 from ..backend import get_array_module, to_common
+from .base import SECTORS, sector_projectors
 from .softmax import SoftmaxMap
 
 __all__ = ["UntiedSoftmax", "output_coefficients", "sector_free_entropy", "sector_fisher", "sector_k",
-           "shift_basis", "sector_projector", "channel_matrices", "sector_deltas", "untied_g_out"]
+           "shift_basis", "channel_matrices", "sector_deltas", "untied_g_out"]
 
 
 def output_coefficients(T: int) -> tuple:
@@ -89,23 +92,12 @@ def shift_basis(T: int) -> np.ndarray:
     return np.kron(np.eye(T), np.ones((T, 1)))
 
 
-def sector_projector(T: int) -> np.ndarray:
-    r"""``Pi_sym = (I + tau)/2`` on ``R^{T x T}`` (row-major ``vec``, ``tau`` the transposition).
-
-    ``Pi_anti = I - Pi_sym``.
-    """
-    T = v.integer("T", T, minimum=2)
-    eye = np.eye(T * T)
-    tau = eye.reshape(T * T, T, T).transpose(0, 2, 1).reshape(T * T, T * T)
-    return (eye + tau) / 2
-
-
 def channel_matrices(VA: float, VB: float, T: int):
     r"""``(C, Gamma)``: the index covariance ``2 V_A Pi_sym + 2 V_B Pi_anti`` and ``-dg/domega``."""
     VA, VB = v.positive("VA", VA), v.positive("VB", VB)
-    P = sector_projector(T)
-    C = 2 * VA * P + 2 * VB * (np.eye(T * T) - P)
-    Cinv = P / (2 * VA) + (np.eye(T * T) - P) / (2 * VB)
+    P, Q = sector_projectors(v.integer("T", T, minimum=2), 2)
+    C = 2 * VA * P + 2 * VB * Q
+    Cinv = P / (2 * VA) + Q / (2 * VB)
     CU = Cinv @ shift_basis(T)
     Gamma = Cinv - CU @ np.linalg.solve(shift_basis(T).T @ CU, CU.T)
     return C, (Gamma + Gamma.T) / 2
@@ -114,8 +106,8 @@ def channel_matrices(VA: float, VB: float, T: int):
 def sector_deltas(Gamma, T: int, alpha: float) -> tuple:
     r"""``Delta_s = 1/(2 alpha Tr(Gamma Pi_s))``: the noise of each part of GAMP's ``R`` (``alpha = n/d^2``)."""
     alpha = v.positive("alpha", alpha)
-    P = sector_projector(T)
-    trA, trB = float(np.sum(Gamma * P)), float(np.sum(Gamma * (np.eye(T * T) - P)))
+    P, Q = sector_projectors(T, 2)
+    trA, trB = float(np.sum(Gamma * P)), float(np.sum(Gamma * Q))
     return 1.0 / (2 * alpha * trA), 1.0 / (2 * alpha * trB)
 
 
@@ -137,7 +129,16 @@ class UntiedSoftmax(SoftmaxMap):
     """
 
     name = "untied-softmax"
-    square = True
+    sectors = SECTORS[2]
+    parameters = ("beta",)
+    #: noiseless only: the Bayes side is the affine set of preimages of ``y``
+    noise_max_T = 0
+
+    def linear_k(self, T: int):
+        """``k = T^2 - T``, the exact linear measurements per sample: ``V_A F_A + V_B F_B = k`` at every
+        ratio (Euler's identity), ``alpha_bar = k alpha`` and perfect recovery at ``alpha k = rho (2 - rho)``,
+        the prior's zero slope (:func:`aimlib.state_evolution.perfect_recovery_threshold`)."""
+        return T * (T - 1)
 
     # -- Bayes side ------------------------------------------------------------
 

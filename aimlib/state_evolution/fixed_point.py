@@ -10,7 +10,10 @@ for a symmetric ``S``; the symmetric and antisymmetric parts of a square one),
 ``Q0_c`` the prior's :meth:`~aimlib.priors.base.Prior.sector_moments`,
 ``mmse_c`` its :meth:`~aimlib.priors.base.Prior.sector_mmse` and ``F_c`` the
 channel's :meth:`~aimlib.channels.base.Channel.fisher`.  The state is ``V_c =
-Q0_c - q_c``, the estimation error of component ``c``.
+Q0_c - q_c``, the estimation error of component ``c``.  ``qhat_c = alpha F_c`` is the one
+conjugate of the library, tied and untied: ``1/qhat_c`` is the noise of component ``c`` in the
+prior's units (:meth:`~aimlib.channels.base.Channel.sector_noises`; the module
+:mod:`aimlib.channels.base` derives it, and the factor 2 of the book's untied conjugate).
 
 A channel whose output mixes its layers (``joint_output``) with teachers that share a
 known part (priors of non-zero mean, e.g. Wishart) has correlated estimates and a

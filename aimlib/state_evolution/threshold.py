@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .. import _validate as v
 from ..channels import make_channel
-from ..priors import make_prior
+from ..priors import make_priors
 
 __all__ = ["perfect_recovery_threshold"]
 
@@ -21,15 +21,17 @@ def perfect_recovery_threshold(rho, T: int, channel="softmax") -> float:
     Parameters
     ----------
     rho : float or Prior
-        Width ratio in ``RHO_RANGE`` (``inf``: the Gaussian prior, slope 1), or a prior.
+        Width ratio in ``RHO_RANGE`` (``inf``: the Gaussian prior, slope 1), or a prior
+        (:func:`aimlib.priors.make_priors`: the channel's family).
     T : int
         Sequence length, ``>= 2`` (``T = 1`` carries no measurement).
     channel : str or Channel
-        A noiseless softmax (``k = T^2+T-2``) or linear (``k = T(T+1)``) channel.
+        A noiseless softmax (``k = T^2+T-2``), linear (``k = T(T+1)``) or untied softmax (``k = T^2-T``,
+        a width ratio naming :class:`~aimlib.priors.Rectangular`: the counting threshold) channel.
     """
-    prior = make_prior(rho)
     T = v.integer("T", T, minimum=2)
     ch = make_channel(channel)
+    prior = make_priors(ch, rho)[0]
     k = ch.linear_k(T)
     if k is None:
         raise ValueError(f"channel must be a noiseless softmax or linear channel here "

@@ -2,7 +2,8 @@
 
 ``se``
     the state-evolution fixed point (:func:`aimlib.state_evolution.solve`),
-    the Bayes-optimal error in the limit ``d -> inf``: ``mmse``, ``q``;
+    the Bayes-optimal error in the limit ``d -> inf``: ``mmse``, ``q`` (a square channel's, untied key and
+    query: ``V_A + V_B`` and ``q_A + q_B``, its two sectors added);
 ``amp``
     one GAMP-RIE run on sampled data (:func:`aimlib.amp.run_amp`; option ``tokens_storage``:
     stored or regenerated tokens, :mod:`aimlib.tokens`): ``n``,
@@ -61,6 +62,8 @@ def _se(run: Run, opts: dict) -> dict:
     kw = {"method": opts.pop("solver")} if "solver" in opts else {}
     ch = _make_channel(run)
     res = se.solve(run.alpha, ch, T=run.T, rho=make_priors(ch, run.rho, run.teachers), **kw, **opts)
+    if ch.square:          # one index matrix of two sectors: the error of the whole matrix
+        return {**_errors(sum(res.mmse)), "q": sum(res.q), "iterations": res.iterations}
     q = None if isinstance(res.q, (tuple, list)) else res.q
     return {**_errors(res.mmse), "q": q, "iterations": res.iterations}
 

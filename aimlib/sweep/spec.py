@@ -5,13 +5,14 @@ A spec is a small YAML file (or the same mapping in Python, or a
 
     name: softmax_amp_gd            # optional, shown in the progress bar
     method: [amp, gd_avg]           # se | amp | gd | gd_avg, one or a list
-    channel: softmax                # softmax | linear | hardmax | deep-hardmax (default softmax)
+    channel: softmax                # softmax | linear | hardmax | deep-hardmax | untied-softmax |
+                                    # heads-concatenated (default softmax)
     T: [2, 3]
     rho: 0.5
     alpha_bar: [0.2, 0.4, 0.6]      # or alpha: ...; alpha = alpha_bar / (T^2 + T - 2)
     d: 300
     seeds: [0, 1]                   # default [0]
-    beta: 1.0                       # softmax inverse temperature (default 1; softmax only)
+    beta: 1.0                       # softmax inverse temperature (default 1; the softmax channels only)
     noise: 0.0                      # label-noise variance (default 0)
     c: 0.5                          # residual strength, deep-hardmax only (required there)
     tokens: gaussian                # token law(s), a name or {name: sparse, p: 0.3}
@@ -24,10 +25,15 @@ A spec is a small YAML file (or the same mapping in Python, or a
       # gd, gd_avg also take weight_decay (>= 0), student (factorised | direct),
       # rank (the factorised student's width; the direct student has none)
 
+``untied-softmax`` (untied key and query: square teachers ``S = Q K^T/sqrt(r d)``, noiseless,
+methods ``se`` and ``amp``, ``alpha_bar = (T^2 - T) alpha``) reports ``mmse = V_A + V_B``, the error
+of the whole matrix; ``heads-concatenated`` runs two softmax heads side by side (methods ``se`` and
+``amp``, ``rho`` one width or two); the averaged ``heads``, which has no Bayes side, is refused.
+
 Every grid field takes a scalar or a list; ``alpha`` and ``alpha_bar`` also
 take a range ``{start: 0.01, stop: 0.2, num: 20, spacing: linear|log}``
 (both ends included).  Exactly one of ``alpha`` and ``alpha_bar`` is given;
-``alpha_bar`` needs a noiseless softmax or linear channel.  ``rho`` is in
+``alpha_bar`` needs a noiseless softmax, linear or untied softmax channel.  ``rho`` is in
 ``aimlib._validate.RHO_RANGE`` (``inf``, the Gaussian prior, for ``se``).
 ``teachers`` (one value, default ``wishart``) is the family a width names
 (:func:`aimlib.priors.make_priors`); it enters a run's key only when it is
@@ -69,12 +75,15 @@ from .specfile import read_spec_file
 
 #: the channel names: those of the registry (:data:`aimlib.channels.registry.CHANNELS`)
 CHANNELS = tuple(_REGISTRY)
-#: channels that read several indices per sample, with their number of teachers
+#: channels that read several indices per sample, with their number of teachers (``heads-concatenated``:
+#: its default two heads)
 LAYERED = {name: L for name in CHANNELS if (L := make_run_channel(name).n_indices) > 1}
 #: channels with gradient-descent students (their class's ``trainable``)
 TRAINABLE = tuple(name for name in CHANNELS if _REGISTRY[name].trainable)
 #: channels with an inverse temperature ``beta``
 WITH_BETA = tuple(name for name in CHANNELS if "beta" in PARAMETERS[name])
+#: channels with a residual strength ``c``
+WITH_C = tuple(name for name in CHANNELS if "c" in PARAMETERS[name])
 
 #: the largest number of runs a spec may expand to (and of points in a range)
 MAX_RUNS = 1_000_000
@@ -210,22 +219,31 @@ class SweepSpec:
                                     f"one of {list(TRAINABLE)}, got {list(self.channel)}")
                 if any(x != 0 for x in self.noise):
                     fail("noise", f"method {m!r} has no label noise; noise must be 0")
-        for ch, t in itertools.product(self.channel, self.T):
-            if limit := t_limit(ch, t):
-                fail("T", f"{limit}, got T = {t}")
+        for ch in self.channel:
+            if not _REGISTRY[ch].bayes_side:
+                fail("channel", f"{t_limit(ch, 2)}: channel {ch!r} runs no method of a sweep")
+            if len(_REGISTRY[ch].sectors) > 1 and self.teachers != "wishart":
+                fail("teachers", f"channel {ch!r} has square teachers S = Q K^T/sqrt(r d) of its own; "
+                                 "'teachers' names the tied families: remove it")
         self._check_layers()
-        closed = {(c, n): all(make_run_channel(c, noise=n).linear_k(t) is not None for t in self.T)
-                  for c, n in itertools.product(self.channel, self.noise)}
-        if self.alpha_bar is not None and not all(closed.values()):
-            fail("alpha_bar", "alpha_bar = (T^2+T-2) alpha needs a noiseless softmax or "
-                              "linear channel; give 'alpha' instead")
-        if "se" in self.method:
-            check_se_solver(self.options.get("se", {}), closed)
+        for ch, t, noise in itertools.product(self.channel, self.T, self.noise):
+            if limit := t_limit(ch, t, noise):
+                fail("noise" if t_limit(ch, t) is None else "T", f"{limit}, got T = {t}, noise = {noise:g}")
+        channels = {(c, n): make_run_channel(c, noise=n) for c, n in itertools.product(self.channel, self.noise)}
+        if self.alpha_bar is not None and not all(ch.linear_k(t) is not None for ch in channels.values()
+                                                  for t in self.T):
+            fail("alpha_bar", "alpha_bar = k alpha needs a noiseless channel of exact linear measurements "
+                              "(k: T^2+T-2 softmax, T(T+1) linear, T^2-T untied-softmax); give 'alpha' instead")
+        if "se" in self.method:   # the closed form: one sector and F = k/V
+            check_se_solver(self.options.get("se", {}),
+                            {key: not ch.square and all(ch.linear_k(t) is not None for t in self.T)
+                             for key, ch in channels.items()})
 
     def _check_unused(self, given_beta: bool):
         """Refuse ``beta`` without a softmax channel, and non-Gaussian tokens with ``se``."""
         if given_beta and not set(self.channel) & set(WITH_BETA):
-            fail("beta", f"is the {', '.join(WITH_BETA)} channel's inverse temperature; channel "
+            names = f"{', '.join(WITH_BETA[:-1])} and {WITH_BETA[-1]}"
+            fail("beta", f"is the {names} channels' inverse temperature; channel "
                          f"{list(self.channel)} has none: remove 'beta'")
         if "se" in self.method and any(law != (("name", "gaussian"),) for law in self.tokens):
             fail("tokens", "method 'se' (the state evolution) assumes Gaussian tokens; put the "
@@ -234,14 +252,15 @@ class SweepSpec:
     def _check_layers(self):
         """``c`` and lists of widths belong to the layered channels, which run ``se`` and ``amp``."""
         layered = [ch for ch in self.channel if ch in LAYERED]
-        if self.c is None and layered:
-            fail("c", f"is required by channel {layered[0]!r} (the residual strength)")
+        with_c = [ch for ch in self.channel if ch in WITH_C]
+        if self.c is None and with_c:
+            fail("c", f"is required by channel {with_c[0]!r} (the residual strength)")
         if self.c is not None:
-            if not layered:
-                fail("c", f"is used by the layered channels {list(LAYERED)} only")
+            if not with_c:
+                fail("c", f"is used by the channels {list(WITH_C)} only")
             for i, c in enumerate(self.c):
                 checked(f"c[{i}]" if len(self.c) > 1 else "c",
-                        lambda f, x: make_run_channel(layered[0], c=x), c)
+                        lambda f, x: make_run_channel(with_c[0], c=x), c)
         if layered and any(x != 0 for x in self.noise):
             fail("noise", f"channel {layered[0]!r} has no label noise; noise must be 0")
         if layered and set(self.method) - {"se", "amp"}:
@@ -351,7 +370,7 @@ def expand(spec) -> list[Run]:
                         for vals in itertools.product(*(opts[n] for n in names)))
         for seed, ch, T, rho in itertools.product(seeds, spec.channel, spec.T, spec.rho):
             betas = spec.beta if ch in WITH_BETA else (None,)
-            cs = spec.c if ch in LAYERED else (None,)
+            cs = spec.c if ch in WITH_C else (None,)
             if ch in LAYERED and not isinstance(rho, tuple):
                 rho = (rho,) * LAYERED[ch]
             for beta, c, noise, d, law, opt in itertools.product(betas, cs, spec.noise, ds, laws,

@@ -41,6 +41,7 @@ import numpy as np
 
 from .. import _validate as v
 from ..backend import get_array_module, module_named
+from ..channels.untied_softmax import sector_fisher
 from ..errors import ConvergenceError
 from ..iteration import Verdict, iterate_map
 from ..priors.diagnostics import effective_sample_size, integrated_autocorrelation_time
@@ -48,7 +49,6 @@ from ..priors.rectangular import check_sector_pair
 from ..priors.sampled import N_BATCHES, first_step, hmc_chain, refuse
 from ..priors.wishart import teacher_width
 from .model import count_threshold, factor_product, part_errors, parts
-from .state_evolution import sector_qhat
 
 __all__ = ["two_noise_problem", "hmc_errors", "TwoNoiseResult", "sample_two_noise", "SampledSE",
            "sampled_state_evolution", "STARTS"]
@@ -191,16 +191,17 @@ class SampledSE:
 
 def sampled_state_evolution(alpha: float, T: int, rho: float, d: int, *, seed=None, tol: float = 2e-3,
                             max_iter: int = 150, window: int = 10, **sampler) -> SampledSE:
-    r"""Iterate ``V_s <- mmse_s(2/qhat_A, 2/qhat_B)`` (:func:`~aimlib.untied.sector_qhat`) from ``V = (1/2, 1/2)``.
+    r"""Iterate ``V_s <- mmse_s(Delta_A, Delta_B)``, ``Delta_s = 1/qhat_s = 1/(alpha F_s)``, from ``V = (1/2, 1/2)``.
 
     The prior side is :func:`sample_two_noise` on one instance of dimension ``d``,
     the same at every iteration (common random numbers: ``seed`` is reused), so
     the map
 
     .. math::  V^{t+1}_s = \mathrm{mmse}_s\big(\Delta^t_A, \Delta^t_B\big), \qquad
-        \Delta^t_s = 2/\hat q_s(V^t_A, V^t_B;\ \alpha, T),
+        \Delta^t_s = 1/\big(\alpha F_s(V^t_A, V^t_B; T)\big),
 
-    is smooth in ``V`` down to a floor set by ``d`` (the chain's accept/reject
+    (``F_s``: :func:`~aimlib.channels.untied_softmax.sector_fisher`; the one conjugate of
+    :mod:`aimlib.channels.base`) is smooth in ``V`` down to a floor set by ``d`` (the chain's accept/reject
     steps), where the iterates cycle or wander.  :func:`~aimlib.iteration.iterate_map`
     runs it on ``y = log V`` with ``rule='window'`` and bound ``tol``: its
     distance ``||y_t - y_{t-k}||_inf = max_s |log(V^t_s/V^{t-k}_s)|`` is the
@@ -231,11 +232,11 @@ def sampled_state_evolution(alpha: float, T: int, rho: float, d: int, *, seed=No
     rows, began = [], time.perf_counter()
 
     def log_map(y):
-        """``log V -> log mmse(2/qhat(V))``, each iterate and its noises appended to ``rows``."""
+        """``log V -> log mmse(1/(alpha F(V)))``, each iterate and its noises appended to ``rows``."""
         # V itself, not exp(log V): that may miss V's last bit, which the chain can turn into another draw
         last = rows[-1][:2] if rows else (0.5, 0.5)
         V = last if np.array_equal(y, np.log(last)) else np.exp(y)
-        deltas = tuple(2.0 / q for q in sector_qhat(*V, alpha, T))
+        deltas = tuple(1.0 / (alpha * F) for F in sector_fisher(*V, T))
         rows.append((*sample_two_noise(d, rho, deltas, seed=seed, **sampler).errors, *deltas))
         return np.log(rows[-1][:2])
 

@@ -11,12 +11,13 @@ of its own noise ``Delta_s = 1/(alpha F_s)``,
 (:class:`aimlib.priors.Gaussian` with ``symmetric=False``, or
 :class:`aimlib.priors.Rectangular`) returns one error per part
 (:meth:`~aimlib.priors.base.Prior.sector_mmse`): :func:`solve_sectors` is
-:func:`aimlib.state_evolution.fixed_point` with the two.  In the notation of the
-replica computation the conjugates are ``qhat_s = 2 alpha F_s = 2/Delta_s``
-(:func:`sector_qhat`).  The channel is anisotropic: at ``V_A = V_B`` the two parts get
+:func:`aimlib.state_evolution.fixed_point` with the two, whose conjugates are
+``qhat_s = alpha F_s = 1/Delta_s`` (the one convention of :mod:`aimlib.channels.base`, which
+derives the factor 2 between these and the book's replica conjugates ``2 alpha F_s``).
+The channel is anisotropic: at ``V_A = V_B`` the two parts get
 ``(T^2 - 1)/2`` and ``(T - 1)^2/2`` effective measurements per sample.  By Euler's
-identity ``V_A qhat_A + V_B qhat_B = 2 alpha (T^2 - T)`` at every ratio, which with
-the low-noise identity of the prior, ``sum_s mmse_s qhat_s -> 2 rho (2 - rho)``, puts
+identity ``V_A F_A + V_B F_B = T^2 - T`` at every ratio, which with
+the low-noise identity of the prior, ``sum_s mmse_s/Delta_s -> rho (2 - rho)``, puts
 the perfect-recovery threshold of the two-overlap SE at the counting threshold.
 
 For ``S = Q K^T/sqrt(r d)`` the Bayes-optimal two-noise MMSE has no formula
@@ -34,30 +35,19 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validate as v
-from ..channels.untied_softmax import UntiedSoftmax, output_coefficients, sector_fisher, sector_k
-from ..channels.untied_softmax import sector_free_entropy as output_free_entropy
+from ..channels.untied_softmax import UntiedSoftmax, sector_k
 from ..priors import Gaussian, make_prior
 from ..state_evolution.closed import solve_closed
 from ..state_evolution.fixed_point import fixed_point
 from .model import measurements_per_sample, unknowns_fraction
 
-__all__ = ["output_coefficients", "output_free_entropy", "sector_qhat", "solve_sectors", "solve_untied",
+__all__ = ["solve_sectors", "solve_untied",
            "bracket_untied", "curve_untied", "untied_threshold"]
 
 #: a total error that settles below this is perfect recovery (see :func:`solve_sectors`: the float64
 #: resolution of the overlaps ``q_s = 1/2 - V_s`` stalls the decay near ``1e-12``; the state evolution's
 #: floor, above GAMP's ``V_FLOOR``, which is a run's)
 PERFECT_BELOW = 1e-9
-
-
-def sector_qhat(VA: float, VB: float, alpha: float, T: int) -> tuple:
-    r"""``qhat_s = 2 alpha F_s``: ``2 alpha (k_1/V_A + k_3/(V_A+V_B))`` and ``2 alpha (k_2/V_B + k_3/(V_A+V_B))``.
-
-    The conjugates of the replica computation, ``qhat_s = -4 alpha dPsi_out/dV_s``;
-    the noise of part ``s`` is ``Delta_s = 2/qhat_s``.
-    """
-    alpha = v.nonnegative("alpha", alpha)
-    return tuple(2 * alpha * F for F in sector_fisher(VA, VB, T))
 
 
 def _square_prior(prior):
