@@ -26,8 +26,9 @@ of the other layer's centred teacher ``C_k`` in ``R_l``.  The state is ``(q_1, q
    (one up to ``O(e_12)``) is kept at one and reported.
 
 The iteration is damped, ``x <- damping x + (1 - damping) step(x)``, until a step moves no component
-by more than ``tol``; it is then taken ``further`` iterations on, and every one of those iterates must
-stay within ``tol`` of the declared point (else :class:`~aimlib.errors.ConvergenceError`).  With
+by more than ``tol/4`` (a slow contraction leaves the fixed point several steps away); it is then taken
+``further`` iterations on, and every one of those iterates must stay within ``tol`` of the declared
+point (else :class:`~aimlib.errors.ConvergenceError`).  With
 ``e_12`` and the mixing forced to zero (``side=separable_side(...)``) the map is the separable state
 evolution (:func:`~aimlib.state_evolution.fixed_point`).  What the fixed point carries of the Monte
 Carlo is its draws' error: runs with independent draws (``seed``) give its spread.
@@ -144,8 +145,9 @@ def cross_fixed_point(alpha: float, channel, priors, init, *, side=None, damping
     damping : float
         Weight of the old iterate, in ``[0, 0.999]``.
     tol : float
-        Largest change of a component that counts as converged (set it above the map's
-        Monte Carlo graininess, which common random numbers leave as steps of order ``1/n``).
+        How far the ``further`` iterates may move from the declared point (a step of ``tol/4`` ends
+        the iteration); set it above the map's Monte Carlo graininess, which common random numbers
+        leave as steps of order ``1/n``.
     max_iter, further : int
         Iterations allowed, and iterations taken on after convergence as its check.
 
@@ -175,12 +177,12 @@ def cross_fixed_point(alpha: float, channel, priors, init, *, side=None, damping
     def at(x):
         return side(tuple(Q0 - x[:2]), tuple(Q0), float(x[2]))
 
-    run = iterate_map(lambda x: _prior_side(alpha, priors, at(x)), x0, v.positive("tol", tol), damping=damping,
+    run = iterate_map(lambda x: _prior_side(alpha, priors, at(x)), x0, v.positive("tol", tol) / 4, damping=damping,
                       max_iter=max_iter)
     if not run.verdict.converged:
         raise ConvergenceError(f"the cross state evolution at alpha={alpha:g} did not converge within "
                                f"max_iter={max_iter} ({run.verdict.state}, last change "
-                               f"{run.verdict.distance:.3g} > tol={tol:g}); raise max_iter or damping")
+                               f"{run.verdict.distance:.3g} > tol/4={tol / 4:g}); raise max_iter or damping")
     final = at(run.x)
     x, drift = run.x, 0.0
     for t in range(further):
