@@ -91,7 +91,8 @@ def _weighted_mean(u, w):
 @dataclass(frozen=True)
 class ResponseMoments:
     """``F``, ``Gamma``, ``Lambda`` (:mod:`aimlib.channels.deep_moments`), the mixing ``F^{-1} Gamma`` and
-    the memory ``I + F^{-1} Lambda``, each an ``(L, L)`` mean over batches with its standard error."""
+    the memory ``I + F^{-1} Lambda``, each an ``(L, L)`` mean over batches with its standard error
+    (``Lambda`` and the memory ``None`` where they were not asked for)."""
 
     F: np.ndarray
     Gamma: np.ndarray
@@ -115,7 +116,7 @@ def _finite_difference(ch, y, omega, V, eps: float):
 
 
 def response_moments(ch, q, Q0, *, shared=0.0, cross: float = 0.0, n: int = 200_000, batches: int = 10,
-                     seed=0, eps: float = 1e-4) -> ResponseMoments:
+                     seed=0, eps: float = 1e-4, memory: bool = True) -> ResponseMoments:
     r"""``F``, ``Gamma``, ``Lambda``, the mixing ``F^{-1} Gamma`` and the memory ``I + F^{-1} Lambda`` by Monte
     Carlo under the law of :func:`draw_law` (the module docstring has the formulas).
 
@@ -135,6 +136,10 @@ def response_moments(ch, q, Q0, *, shared=0.0, cross: float = 0.0, n: int = 200_
     seed : int or Generator
     eps : float
         Step of the central differences of ``Lambda``.
+    memory : bool
+        Whether to compute ``Lambda`` and the memory (twelve more calls of ``g_out``); without
+        them both are ``None`` (the first-order cross overlap does not need them,
+        :func:`aimlib.state_evolution.cross_fixed_point.cross_fixed_point`).
     """
     rng = v.generator(seed)
     if ch.n_indices != 2:
@@ -151,9 +156,9 @@ def response_moments(ch, q, Q0, *, shared=0.0, cross: float = 0.0, n: int = 200_
     split = (batches, n // batches)
     F = _weighted_mean(gk.reshape(*split, 2, 3), gk.reshape(*split, 2, 3))
     Gamma = _weighted_mean(gk.reshape(*split, 2, 3), score.reshape(*split, 2, 3))
-    Lam = _finite_difference(ch, y, omega, V, v.positive("eps", eps)).reshape(*split, 2, 2).mean(axis=1)
-    mixing = np.linalg.solve(F, Gamma)
-    memory = np.eye(2) + np.linalg.solve(F, Lam)
-    parts = {"F": F, "Gamma": Gamma, "Lambda": Lam, "mixing": mixing, "memory": memory}
-    se = {k: x.std(axis=0, ddof=1) / np.sqrt(batches) for k, x in parts.items()}
-    return ResponseMoments(*(x.mean(axis=0) for x in parts.values()), se=se)
+    parts = {"F": F, "Gamma": Gamma, "Lambda": None, "mixing": np.linalg.solve(F, Gamma), "memory": None}
+    if memory:
+        Lam = _finite_difference(ch, y, omega, V, v.positive("eps", eps)).reshape(*split, 2, 2).mean(axis=1)
+        parts.update(Lambda=Lam, memory=np.eye(2) + np.linalg.solve(F, Lam))
+    se = {k: x.std(axis=0, ddof=1) / np.sqrt(batches) for k, x in parts.items() if x is not None}
+    return ResponseMoments(*(None if x is None else x.mean(axis=0) for x in parts.values()), se=se)

@@ -65,18 +65,26 @@ def layer_noises(F, alpha: float) -> tuple:
     return float(inv[0, 0] / alpha), float(inv[1, 1] / alpha), float(-F[0, 1] / np.sqrt(F[0, 0] * F[1, 1]))
 
 
-def cross_residual(mmse, deltas, kappa) -> float:
-    r"""``e_12 = kappa mmse_1 mmse_2 / sqrt(Delta_1 Delta_2)``: the residual cross-covariance to first order
-    in ``kappa``.
+def cross_residual(mmse, deltas, kappa, mixing=(0.0, 0.0)) -> float:
+    r"""``e_12 = mmse_1 mmse_2 (kappa / sqrt(Delta_1 Delta_2) - a_12/Delta_1 - a_21/Delta_2)``: the residual
+    cross-covariance to first order in ``kappa`` and in the mixing ``(a_12, a_21)``.
 
-    ``mmse_l`` is layer ``l``'s error at its noise ``Delta_l`` (module docstring).  Exact for
-    Gaussian priors; for Wishart ones the next order is measured (:func:`measure_cross_residual`).
+    ``mmse_l`` is layer ``l``'s error at its noise ``Delta_l`` (module docstring).  With the mixing
+    each input is ``R_l = S_l + a_lk C_k + sqrt(Delta_l) Z_l``, ``C_k`` the other layer's centred
+    teacher: the RIE passes ``a_lk C_k`` on through its mean Jacobian ``mmse_l/Delta_l`` (``C_k``
+    is free of ``R_l``'s eigenbasis), and the other residual meets it by
+    ``(1/d) Tr(C_k E_k) = -mmse_k``.  A part ``b_lk C_hat_k`` of the other layer's centred estimate
+    (the memory) adds nothing at this order: ``(1/d) Tr(C_hat_k E_k) = 0`` for a posterior mean.
+    Exact for Gaussian priors; for Wishart ones the next orders are measured
+    (:func:`measure_cross_residual`).
     """
     m = [v.nonnegative(f"mmse[{i}]", x) for i, x in enumerate(mmse)]
     dl = [v.positive(f"deltas[{i}]", x, allow_inf=True) for i, x in enumerate(deltas)]
-    if len(m) != 2 or len(dl) != 2:
-        raise ValueError(f"mmse and deltas must hold two values (one per layer), got {len(m)} and {len(dl)}")
-    return check_kappa(kappa) * m[0] * m[1] / float(np.sqrt(dl[0] * dl[1]))
+    a = [v.real(f"mixing[{i}]", x) for i, x in enumerate(mixing)]
+    if len(m) != 2 or len(dl) != 2 or len(a) != 2:
+        raise ValueError(f"mmse, deltas and mixing must hold two values (one per layer), got {len(m)}, "
+                         f"{len(dl)} and {len(a)}")
+    return m[0] * m[1] * (check_kappa(kappa) / float(np.sqrt(dl[0] * dl[1])) - a[0] / dl[0] - a[1] / dl[1])
 
 
 def correlated_goe(d: int, kappa, seed=None) -> tuple:
@@ -88,27 +96,40 @@ def correlated_goe(d: int, kappa, seed=None) -> tuple:
     return Z1, kappa * Z1 + np.sqrt(1.0 - kappa * kappa) * Z
 
 
-def measure_cross_residual(priors, deltas, kappa, d: int, seed=None) -> dict:
+def measure_cross_residual(priors, deltas, kappa, d: int, seed=None, *, mixing=(0.0, 0.0),
+                           memory=(0.0, 0.0)) -> dict:
     r"""One draw of ``(1/d) Tr(E_1 E_2)`` and of each ``(1/d) ||E_l||^2``, each layer denoised alone.
 
-    Teachers ``S_l`` from ``priors`` (independent), ``R_l = S_l + sqrt(Delta_l) Z_l`` with
-    :func:`correlated_goe` noises, ``S_hat_l`` each prior's own
-    :meth:`~aimlib.priors.base.Prior.denoise` of ``R_l`` at ``Delta_l`` (on the host).
+    Teachers ``S_l = E S_l + C_l`` from ``priors`` (independent) and :func:`correlated_goe` noises
+    ``Z_l``; each layer's own estimate ``S0_l`` (the prior's :meth:`~aimlib.priors.base.Prior.denoise`
+    of ``S_l + sqrt(Delta_l) Z_l`` at ``Delta_l``, on the host).  The inputs are then
+    ``R_l = S_l + a_lk C_k + b_lk C0_k + sqrt(Delta_l) Z_l``, ``C0_k = S0_k - E S_k`` the other
+    layer's centred estimate (``a = mixing``, ``b = memory``, ``(a_12, a_21)`` and ``(b_12, b_21)``),
+    and ``S_hat_l`` their posterior means at ``Delta_l``; with ``a = b = 0``, ``S_hat_l = S0_l``.
 
     Returns
     -------
     dict
         ``e_12`` and ``mmse`` (a pair): the measured cross-covariance and errors.
     """
-    if len(priors) != 2 or len(deltas) != 2:
-        raise ValueError(f"priors and deltas must hold two values (one per layer), got {len(priors)} and "
-                         f"{len(deltas)}")
+    if len(priors) != 2 or len(deltas) != 2 or len(mixing) != 2 or len(memory) != 2:
+        raise ValueError(f"priors, deltas, mixing and memory must hold two values (one per layer), got "
+                         f"{len(priors)}, {len(deltas)}, {len(mixing)} and {len(memory)}")
     dl = [v.positive(f"deltas[{i}]", x) for i, x in enumerate(deltas)]
+    a = [v.real(f"mixing[{i}]", x) for i, x in enumerate(mixing)]
+    b = [v.real(f"memory[{i}]", x) for i, x in enumerate(memory)]
     d = v.integer("d", d, minimum=2)
     rng = v.generator(seed)
     S = [p.sample(d, rng) for p in priors]
     Z = correlated_goe(d, kappa, rng)
-    E = [p.denoise(s + np.sqrt(x) * z, (x,))[0] - s for p, s, z, x in zip(priors, S, Z, dl)]
+    R = [s + np.sqrt(x) * z for s, z, x in zip(S, Z, dl)]
+    S_hat = [p.denoise(r, (x,))[0] for p, r, x in zip(priors, R, dl)]
+    if any(a) or any(b):
+        mean = [p.mean(d) for p in priors]
+        C, C0 = [s - m for s, m in zip(S, mean)], [s - m for s, m in zip(S_hat, mean)]
+        R = [R[0] + a[0] * C[1] + b[0] * C0[1], R[1] + a[1] * C[0] + b[1] * C0[0]]
+        S_hat = [p.denoise(r, (x,))[0] for p, r, x in zip(priors, R, dl)]
+    E = [s_hat - s for s_hat, s in zip(S_hat, S)]
     return {"e_12": matrix_overlap(*E), "mmse": tuple(matrix_overlap(e, e) for e in E)}
 
 

@@ -22,7 +22,8 @@ noiseless linear-type channels, ``F_out = k/V``), :mod:`~.fixed_point`
 (iteration, one overlap per component; for layers that share a known part, GAMP-RIE's
 state evolution and the oracle's), :mod:`~.solve` (one point or a curve),
 :mod:`~.free_entropy` (the potential and the generalization error), :mod:`~.cross` (the cross
-overlap two-layer GAMP-RIE creates at a separable fixed point).
+overlap two-layer GAMP-RIE creates at a separable fixed point), :mod:`~.cross_fixed_point` (its
+state evolution with the cross overlap and the mixing carried, to a fixed point of its own).
 """
 from .cross import CrossOverlap, cross_overlap
 from .fixed_point import PREDICTIONS, SEResult, fixed_point, oracle_fixed_point

@@ -1,0 +1,197 @@
+r"""The state evolution of two-layer GAMP-RIE that carries the cross overlap and the mixing.
+
+GAMP-RIE with one denoiser per layer (book, chapter "Correlated layers") leaves its two
+estimates a residual cross-covariance ``e_12``.  Under the law of the indices given such
+estimates (:func:`aimlib.channels.deep_moments.draw_law`) the backward pass is
+``B = alpha(Gamma S + Lambda S_hat) + (alpha F)^{1/2} xi``, so the layers' inputs are
+
+.. math::  R = F^{-1}\Gamma\,S + (I + F^{-1}\Lambda)\,\hat S + (\alpha F)^{-1/2}\xi ,
+
+with the noises ``Delta_l = (F^{-1})_ll/alpha`` of correlation ``kappa = -F_12/sqrt(F_11 F_22)``
+(:func:`~aimlib.priors.correlated.layer_noises`) and the mixing ``a_lk = (F^{-1}Gamma)_lk``, the part
+of the other layer's centred teacher ``C_k`` in ``R_l``.  The state is ``(q_1, q_2, e_12)``; one step is
+
+1. the channel side at that state: ``F`` and ``Gamma`` by Monte Carlo under the law with ``e_12``
+   (:func:`~aimlib.channels.deep_moments.response_moments`, the same draws at every step, so that the
+   map is a fixed function of the state), hence ``Delta_l``, ``kappa``, ``a_12``, ``a_21``;
+2. the prior side to first order in ``(kappa, a_12, a_21)``
+   (:func:`~aimlib.priors.correlated.cross_residual`):
+
+   .. math::  \mathrm{mmse}_l = \mathrm{mmse}_{S_l}(\Delta_l),\qquad
+              e_{12} = \mathrm{mmse}_1\mathrm{mmse}_2\Big(\frac{\kappa}{\sqrt{\Delta_1\Delta_2}}
+                       - \frac{a_{12}}{\Delta_1} - \frac{a_{21}}{\Delta_2}\Big),
+
+   ``q_l = Q0_l - mmse_l``.  The memory ``(I + F^{-1}Lambda)_lk`` carries the other layer's centred
+   estimate, orthogonal to its residual, and adds nothing at this order; the diagonal of the mixing
+   (one up to ``O(e_12)``) is kept at one and reported.
+
+The iteration is damped, ``x <- damping x + (1 - damping) step(x)``, until a step moves no component
+by more than ``tol/4`` (a slow contraction leaves the fixed point several steps away); it is then taken
+``further`` iterations on, and every one of those iterates must stay within ``tol`` of the declared
+point (else :class:`~aimlib.errors.ConvergenceError`).  With
+``e_12`` and the mixing forced to zero (``side=separable_side(...)``) the map is the separable state
+evolution (:func:`~aimlib.state_evolution.fixed_point`).  What the fixed point carries of the Monte
+Carlo is its draws' error: runs with independent draws (``seed``) give its spread.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import _validate as v
+from ..channels.deep_moments import response_moments
+from ..errors import ConvergenceError
+from ..iteration import iterate_map
+from ..priors.correlated import cross_residual, layer_noises
+from .fixed_point import components
+
+__all__ = ["CrossFixedPoint", "ChannelSide", "monte_carlo_side", "separable_side", "cross_fixed_point"]
+
+
+@dataclass(frozen=True)
+class ChannelSide:
+    """What one channel-side evaluation hands the prior side: the moment matrix ``F`` (without
+    ``alpha``), the mixing ``F^{-1} Gamma`` (``2 x 2``), and the mixing's standard errors (zeros
+    where exact)."""
+
+    F: np.ndarray
+    mixing: np.ndarray
+    mixing_se: np.ndarray
+
+
+@dataclass(frozen=True)
+class CrossFixedPoint:
+    """A fixed point of :func:`cross_fixed_point`.
+
+    Attributes
+    ----------
+    alpha : float
+    mmse, q : pairs
+        The layers' errors and overlaps.
+    e_12 : float
+        The residual cross-covariance (the centred estimates' cross overlap ``q_12``).
+    deltas, kappa : pair, float
+        The layers' noises and their correlation at the fixed point.
+    mixing, mixing_se : (2, 2) arrays
+        ``F^{-1} Gamma`` at the fixed point (its off-diagonal ``a_12``, ``a_21``) and its errors.
+    iterations : int
+        Iterations to convergence, not counting the ``further`` check.
+    trace : (iterations + 1, 3) array
+        ``(mmse_1, mmse_2, e_12)`` at every iterate.
+    """
+
+    alpha: float
+    mmse: tuple
+    q: tuple
+    e_12: float
+    deltas: tuple
+    kappa: float
+    mixing: np.ndarray
+    mixing_se: np.ndarray
+    iterations: int
+    trace: np.ndarray
+
+
+def monte_carlo_side(channel, shared, *, n: int = 200_000, seed=0, batches: int = 10):
+    """The channel side by :func:`~aimlib.channels.deep_moments.response_moments` with ``n`` draws
+    of the stream ``seed``, the same at every call (common random numbers); a function
+    ``(q, Q0, e_12) -> ChannelSide``."""
+    n = v.integer("n", n, minimum=100 * batches)
+    seed = v.integer("seed", seed, minimum=0)
+
+    def side(q, Q0, e_12):
+        m = response_moments(channel, q, Q0, shared=shared, cross=e_12, n=n, batches=batches, seed=seed,
+                             memory=False)
+        return ChannelSide(m.F, m.mixing, m.se["mixing"])
+    return side
+
+
+def separable_side(channel, shared, T: int = 2):
+    """The channel side with the cross overlap and the mixing left out: the tabulated moment matrix
+    of :meth:`~aimlib.channels.DeepAttention.moment_matrix` at ``e_12 = 0`` and the mixing ``I``
+    (the Nishimori identities); with it :func:`cross_fixed_point` is the separable state evolution
+    and its ``e_12`` the first order of :func:`~aimlib.state_evolution.cross_overlap`."""
+    def side(q, Q0, e_12):
+        F = np.asarray(channel.moment_matrix(tuple(q), tuple(Q0), T, shared), dtype=float)
+        return ChannelSide(F, np.eye(2), np.zeros((2, 2)))
+    return side
+
+
+def _prior_side(alpha, priors, at: ChannelSide):
+    """``(mmse_1, mmse_2, e_12)`` from the channel side's noises and mixing (module docstring, step 2)."""
+    d1, d2, kappa = layer_noises(at.F, alpha)
+    mmse = [p.mmse(x) for p, x in zip(priors, (d1, d2))]
+    return np.array([*mmse, cross_residual(mmse, (d1, d2), kappa, (at.mixing[0, 1], at.mixing[1, 0]))])
+
+
+def cross_fixed_point(alpha: float, channel, priors, init, *, side=None, damping: float = 0.3,
+                      tol: float = 1e-4, max_iter: int = 60, further: int = 5) -> CrossFixedPoint:
+    r"""Iterate ``(mmse_1, mmse_2, e_12)`` to a fixed point of the state evolution with the cross overlap.
+
+    Parameters
+    ----------
+    alpha : float
+        Sample complexity, ``> 0``.
+    channel : DeepAttention
+        Two layers (``T = 2``).
+    priors : pair of Priors
+        The teachers' priors; their ``mean_square`` is the known part the estimates share.
+    init : triple
+        The starting ``(mmse_1, mmse_2, e_12)``, each error at most the prior's before any data, e.g. the separable fixed point and its first-order
+        :func:`~aimlib.state_evolution.cross_overlap`.
+    side : callable, optional
+        ``(q, Q0, e_12) -> ChannelSide``; default :func:`monte_carlo_side` with its defaults.
+    damping : float
+        Weight of the old iterate, in ``[0, 0.999]``.
+    tol : float
+        How far the ``further`` iterates may move from the declared point (a step of ``tol/4`` ends
+        the iteration); set it above the map's Monte Carlo graininess, which common random numbers
+        leave as steps of order ``1/n``.
+    max_iter, further : int
+        Iterations allowed, and iterations taken on after convergence as its check.
+
+    Returns
+    -------
+    CrossFixedPoint
+
+    Raises
+    ------
+    ConvergenceError
+        No convergence within ``max_iter``, or a further iterate more than ``tol`` away.
+    ValueError
+        Bad input; a singular moment matrix (``kappa = +-1``, from
+        :func:`~aimlib.priors.correlated.layer_noises`).
+    """
+    alpha = v.positive("alpha", alpha)
+    if getattr(channel, "n_indices", None) != 2 or len(priors) != 2:
+        raise ValueError(f"cross_fixed_point: two layers with one prior each, got {channel!r} and "
+                         f"{len(priors)} priors")
+    Q0, V0 = components(priors)
+    shared = tuple(p.mean_square() for p in priors)
+    side = monte_carlo_side(channel, shared) if side is None else side
+    x0 = np.array([v.in_range(f"init[{i}]", x, 0.0, V0[i]) for i, x in enumerate(init[:2])]
+                  + [v.real("init[2]", init[2])])
+    further = v.integer("further", further, minimum=1)
+
+    def at(x):
+        return side(tuple(Q0 - x[:2]), tuple(Q0), float(x[2]))
+
+    run = iterate_map(lambda x: _prior_side(alpha, priors, at(x)), x0, v.positive("tol", tol) / 4, damping=damping,
+                      max_iter=max_iter)
+    if not run.verdict.converged:
+        raise ConvergenceError(f"the cross state evolution at alpha={alpha:g} did not converge within "
+                               f"max_iter={max_iter} ({run.verdict.state}, last change "
+                               f"{run.verdict.distance:.3g} > tol/4={tol / 4:g}); raise max_iter or damping")
+    final = at(run.x)
+    x, drift = run.x, 0.0
+    for t in range(further):
+        x = damping * x + (1 - damping) * _prior_side(alpha, priors, final if t == 0 else at(x))
+        drift = max(drift, float(np.max(np.abs(x - run.x))))
+    if drift > tol:
+        raise ConvergenceError(f"the cross state evolution at alpha={alpha:g} moved {drift:.3g} > tol={tol:g} "
+                               f"within {further} iterations after it had converged")
+    d1, d2, kappa = layer_noises(final.F, alpha)
+    return CrossFixedPoint(alpha=alpha, mmse=tuple(map(float, run.x[:2])), q=tuple(map(float, Q0 - run.x[:2])),
+                           e_12=float(run.x[2]), deltas=(d1, d2), kappa=kappa, mixing=final.mixing,
+                           mixing_se=final.mixing_se, iterations=run.iterations, trace=run.trace)
