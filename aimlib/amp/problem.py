@@ -22,8 +22,9 @@ class Problem:
 
     ``X`` is an array ``(n, T, d)`` or a :class:`~aimlib.tokens.TokenStream` (regenerated tokens,
     read ``X[s:s + chunk_size]`` in chunks aligned with the stream's); ``index`` is its index operator
-    (:class:`~aimlib.index_map.IndexMap`, square for a square channel, in chunks of ``chunk_size``).  ``shards``, when set
-    (:class:`~aimlib.amp.shards.Shards`), holds the samples' side of the channel step on Dask workers.
+    (:class:`~aimlib.index_map.IndexMap`, square for a square channel, ``channel.square``, in chunks of
+    ``chunk_size``).  ``shards``, when set (:class:`~aimlib.amp.shards.Shards`), holds the samples' side
+    of the channel step on Dask workers.
     """
 
     xp: object
