@@ -36,10 +36,12 @@ Gamma(V)`` the same on every sample, and ``alpha F_s(Q0 - V) = 2 alpha Tr(Gamma 
 (:func:`aimlib.channels.untied_softmax.sector_deltas`) is that coefficient exactly,
 so ``R`` is ``S`` plus noise also where ``V`` is not the actual error (the measured
 moments would scale part ``s`` of ``S - S_hat`` in ``R`` by ``F_s(Q0 - V)/F_hat_s``, which is
-1 only in the mean and at the actual errors).  The messages still measure each part's
-noise, ``noise_s = Delta_s^2 F_hat_s``, which is ``Delta_s`` when ``g_out`` is given the
-actual errors; it goes to the prior step (the tuned denoiser of
-:class:`aimlib.priors.Rectangular` uses it).
+1 only in the mean and at the actual errors; measured noises instead, ``T = 2``, ``d = 100``,
+``alpha = 0.3``, seed 0: the Gaussian prior's errors agree to ``1e-4`` but ``V_A`` falls 9 %
+below the measured ``E_A`` instead of 2 %, after 76 iterations instead of 69).  The
+messages still measure each part's noise, ``noise_s = Delta_s^2 F_hat_s``, which is
+``Delta_s`` when ``g_out`` is given the actual errors; it goes to the prior step (the tuned
+denoiser of :class:`aimlib.priors.Rectangular` uses it).
 """
 from __future__ import annotations
 
