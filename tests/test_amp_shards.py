@@ -86,7 +86,7 @@ def test_sharding_refuses_what_it_cannot_run(client):
     square = UntiedSoftmax()
     X = np.random.default_rng(0).standard_normal((50, 2, 10))
     y = square(np.random.default_rng(1).standard_normal((50, 2, 2)))
-    with pytest.raises(ValueError, match="symmetric priors"):
+    with pytest.raises(ValueError, match="symmetric index matrices"):
         gamp_rie(X, y, square, untied_prior(0.5, "equalised", 0), scheduler=client)
 
 

@@ -11,7 +11,7 @@ from aimlib import untied as u
 from aimlib.channels import untied_softmax as usm
 from aimlib.priors import rectangular as pr
 from aimlib.rmt import rectangular as rr
-from aimlib.amp.square_step import square_channel_step
+from aimlib.amp.square_step import square_channel_step, square_noises
 from aimlib.channels import UntiedSoftmax
 from aimlib.index_map import IndexMap
 from aimlib.channels.base import sector_projectors
@@ -105,7 +105,6 @@ def test_fisher_is_the_noise_of_the_parts(T):
         F = ch.fisher((0.5 - VA, 0.5 - VB), (0.5, 0.5), T)
         deltas = tuple(1 / (alpha * f) for f in F)
         assert deltas == pytest.approx(usm.sector_deltas(usm.channel_matrices(VA, VB, T)[1], T, alpha), rel=1e-12)
-        assert deltas == pytest.approx(ch.effective_noises((VA, VB), T, alpha), rel=1e-12)
         assert deltas == pytest.approx(ch.sector_noises((0.5 - VA, 0.5 - VB), (0.5, 0.5), T, alpha), rel=1e-12)
         assert Gaussian(symmetric=False).sector_mmse(deltas) == pytest.approx(tuple(0.5 / (1 + alpha * f) for f in F))
     kA, kB = u.measurements_per_sample(T) + T - 1, (T - 1) ** 2
@@ -163,8 +162,8 @@ def test_square_step_does_not_depend_on_the_chunks():
     S_hat = 0.5 * S + 0.1 * rng.standard_normal((d, d))
     out = []
     for chunk in (n, 7):
-        p = SimpleNamespace(xp=np, X=X, y=y, channel=UntiedSoftmax(), n=n, T=T, d=d, dtype=X.dtype,
-                            chunk_size=chunk, damping=0.5, damp_g=True,
+        p = SimpleNamespace(xp=np, X=X, y=y, channel=UntiedSoftmax(), priors=[Rectangular(0.5)], n=n, T=T, d=d,
+                            dtype=X.dtype, chunk_size=chunk, damping=0.5, damp_g=True,
                             index=IndexMap(X, square=True, chunk_size=chunk))
         g_new = np.empty_like(g_prev)
         out.append((square_channel_step(p, [S_hat], [(0.2, 0.3)], [(0.15, 0.25)], g_prev, g_new, 2), g_new))
@@ -172,6 +171,19 @@ def test_square_step_does_not_depend_on_the_chunks():
     assert cov is None and cov7 is None      # one layer: no covariance between layers
     assert deltas == deltas7 and np.allclose(R[0], R7[0], atol=1e-12) and np.allclose(g, g7, atol=1e-12)
     assert noise[0] == pytest.approx(noise7[0], rel=1e-12)
+
+
+@pytest.mark.parametrize("T", [2, 3])
+def test_square_step_noises_are_gamps_derivative(T):
+    """The square step's ``Delta_s`` (the contract's ``sector_noises`` at ``q = Q0 - V``) is GAMP's own
+    ``1/(2 alpha Tr(Gamma Pi_s))``, ``Gamma = -dg/domega`` (an independent route: the matrices of ``g_out``);
+    predicted errors above the prior's sector moments are refused."""
+    p = SimpleNamespace(channel=UntiedSoftmax(), priors=[Rectangular(0.5)], T=T, n=90, d=12)
+    for V in ((0.3, 0.1), (0.05, 0.4), (0.5, 0.5), (1e-3, 2e-3)):
+        Gamma = usm.channel_matrices(*V, T)[1]
+        assert square_noises(p, V) == pytest.approx(usm.sector_deltas(Gamma, T, 90 / 144), rel=1e-12)
+    with pytest.raises(ConvergenceError, match="exceed the prior's sector moments"):
+        square_noises(p, (0.6, 0.1))
 
 
 def test_untied_gamp_follows_the_rule_at_the_cap():

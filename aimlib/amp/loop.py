@@ -95,17 +95,18 @@ def iterate(p, rec, rules: StopRules, init_m=None, callback=None):
     of at the prior's error without data; ``callback(state)`` is called after every iteration with an
     :class:`IterationState` (diagnostics that the trace does not hold, without a copy of this loop).
 
-    The channel step is :func:`~aimlib.amp.steps.channel_step` for symmetric priors and
-    :func:`~aimlib.amp.square_step.square_channel_step` for square ones.  Returns
+    The channel step is the channel's (its declared ``sectors``, ``channel.square``, which the
+    priors match, :func:`aimlib.priors.make_priors`): :func:`~aimlib.amp.steps.channel_step` for
+    symmetric index matrices, :func:`~aimlib.amp.square_step.square_channel_step` for square ones.  Returns
     ``(S_hat, V, delta, iterations, reason, change, verdict)`` with ``V`` the per-sector
     predicted errors of each layer, ``reason`` one of ``'tol'``, ``'perfect'``, ``'stalled'``
     (reported as ``'perfect'``), ``'oscillating'`` (``stop='window'``) and ``'max_iter'``, and
     ``verdict`` the last :class:`~aimlib.iteration.Verdict` of ``stop='window'`` (else None).
     """
     xp, L = p.xp, len(p.priors)
-    step = channel_step if p.priors[0].symmetric else square_channel_step
+    step = square_channel_step if p.channel.square else channel_step
     max_iter, tol, m_floor = rules.max_iter, rules.tol, rules.m_floor
-    S_hat, V, V_ons, g_prev, g_new = initial_state(p, step is square_channel_step, init_m)
+    S_hat, V, V_ons, g_prev, g_new = initial_state(p, init_m)
     m = _total(V)
     history, m_history = deque(maxlen=rules.lookback), deque(maxlen=rules.lookback + 1)
     drift = BlockDrift(rules.lookback) if rules.stop == "drift" else None

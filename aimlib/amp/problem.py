@@ -22,8 +22,9 @@ class Problem:
 
     ``X`` is an array ``(n, T, d)`` or a :class:`~aimlib.tokens.TokenStream` (regenerated tokens,
     read ``X[s:s + chunk_size]`` in chunks aligned with the stream's); ``index`` is its index operator
-    (:class:`~aimlib.index_map.IndexMap`, square for square priors, in chunks of ``chunk_size``).  ``shards``, when set
-    (:class:`~aimlib.amp.shards.Shards`), holds the samples' side of the channel step on Dask workers.
+    (:class:`~aimlib.index_map.IndexMap`, square for a square channel, ``channel.square``, in chunks of
+    ``chunk_size``).  ``shards``, when set (:class:`~aimlib.amp.shards.Shards`), holds the samples' side
+    of the channel step on Dask workers.
     """
 
     xp: object
@@ -95,4 +96,4 @@ def make_problem(X, y, channel, rho, S, init, dtype, chunk_size, memory_mb, damp
                    S=_teachers("S", S, priors, d, xp, dt), init=_teachers("init", init, priors, d, xp, dt),
                    channel=channel, priors=priors, dtype=dt, n=n, T=T, d=d, chunk_size=chunk_size,
                    damping=damping, damp_g=damp in ("messages", "both"), damp_S=damp in ("state", "both"),
-                   index=IndexMap(X, square=not priors[0].symmetric, chunk_size=chunk_size))
+                   index=IndexMap(X, square=channel.square, chunk_size=chunk_size))

@@ -165,8 +165,8 @@ def sharded(p, scheduler, shards: int | None, threads: int = 1):
     :data:`DEFAULT_LOCAL_SHARDS`, at most the CPUs), never more than there are chunks
     of samples.  On exit the actors are released, then the client and a local cluster close.
     """
-    if not p.priors[0].symmetric:
-        raise ValueError("scheduler: sharded GAMP-RIE runs symmetric priors (one or several layers); "
+    if p.channel.square:
+        raise ValueError("scheduler: sharded GAMP-RIE runs symmetric index matrices (one or several layers); "
                          "the square prior of untied key and query runs in one process (scheduler=None)")
     shards = check_shards("shards", shards, scheduler)
     local = min(shards or DEFAULT_LOCAL_SHARDS, os.cpu_count() or 1, math.ceil(p.n / p.chunk_size))

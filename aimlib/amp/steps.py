@@ -221,22 +221,21 @@ def diagonal_rows(ons) -> list:
     return [tuple(o if k == ell else 0.0 for k in range(L)) for ell, (o,) in enumerate(ons)]
 
 
-
-
-def initial_state(p, square: bool = False, init_m=None):
+def initial_state(p, init_m=None):
     """The state before the first iteration: ``(S_hat, V, V_ons, g_prev, g_new)``.
 
     ``S_hat`` is ``p.init`` or each prior's mean; ``V`` each prior's per-sector error without data,
-    or ``init_m`` (one value per layer); ``V_ons`` the Onsager rows (``V`` itself for the square
-    step, else :func:`diagonal_rows`); the message buffers hold ``n`` samples (none with shards,
-    which hold their own).
+    or ``init_m`` (one value per layer); ``V_ons`` the Onsager rows (``V`` itself for a square
+    channel, ``p.channel.square``, else :func:`diagonal_rows`); the message buffers hold ``n``
+    samples (none with shards, which hold their own).
     """
     xp, L = p.xp, len(p.priors)
     S_hat = p.init or [pr.mean(p.d, xp, p.dtype) for pr in p.priors]
     V = ([tuple(pr.sector_mmse((math.inf,) * len(pr.sectors))) for pr in p.priors] if init_m is None
          else [(float(x),) for x in init_m])
     g_prev = xp.zeros((p.n if p.shards is None else 0, L, p.T, p.T), dtype=p.dtype)
-    return S_hat, V, (V if square else diagonal_rows(V)), g_prev, xp.empty_like(g_prev)
+    return S_hat, V, (V if p.channel.square else diagonal_rows(V)), g_prev, xp.empty_like(g_prev)
+
 
 def prior_step(p, R, delta, noise=None):
     """Each layer's prior denoises its ``R``: ``(S_new, V, V_ons)``, lists over layers of per-sector tuples.

@@ -208,13 +208,3 @@ class UntiedSoftmax(SoftmaxMap):
         and its noise ``Delta_s = 2/qhat_s = 1/(alpha F_s)``.
         """
         return sector_free_entropy(*self._errors(q, Q0), T)
-
-    # -- what GAMP's square channel step asks (aimlib.amp.square_step) ----------
-
-    def onsager_covariance(self, V, T: int):
-        """``C = 2 V_A Pi_sym + 2 V_B Pi_anti`` (``T^2 x T^2``): the covariance of the Onsager term."""
-        return channel_matrices(*self._pair("V", V), T)[0]
-
-    def effective_noises(self, V, T: int, alpha: float) -> tuple:
-        """``(Delta_A, Delta_B)`` of GAMP's backward step at the errors ``V`` (:func:`sector_deltas`)."""
-        return sector_deltas(channel_matrices(*self._pair("V", V), T)[1], T, alpha)
