@@ -8,10 +8,10 @@ Two grids:
   ``book/data/min_trace_recovery.csv``; about three minutes on one core;
 * ``--grid scale``: ``d = 50`` (8 seeds) and ``d = 100`` (4 seeds),
   ``f = 0.8 .. 1.2``, the matrix-free ADMM solver (``tol = 1e-5``), to
-  ``book/data/min_trace_scale.csv``; seed by seed, so that a run stopped early
-  has whole curves; about an hour and a half on one core
-  (``OPENBLAS_NUM_THREADS=1``).  With ``--resume`` the rows already in the file
-  are kept and not run again.
+  ``book/data/min_trace_scale.csv``, with each solve's wall time (``seconds``);
+  seed by seed, so that a run stopped early has whole curves; about an hour on
+  one core (``OPENBLAS_NUM_THREADS=1``).  With ``--resume`` the rows already
+  in the file are kept and not run again (a stopped run goes on).
 
 ::
 
@@ -20,6 +20,7 @@ Two grids:
 from __future__ import annotations
 
 import sys
+import time
 
 from aimlib.channels import softmax_k
 from aimlib.convex import MEASUREMENTS, recovery_trial, statistical_dimension_finite
@@ -35,8 +36,8 @@ GRIDS = {
     "scale": dict(file="min_trace_scale.csv",
                   command="OPENBLAS_NUM_THREADS=1 python scripts/min_trace_recovery.py --grid scale --resume",
                   seeds={50: range(8), 100: range(4)}, samples=400,
-                  factors=(0.8, 0.9, 1.0, 1.1, 1.2),
-                  columns=COLUMNS + ["iterations", "converged"],
+                  factors=(0.8, 0.9, 1.0, 1.05, 1.1, 1.2),
+                  columns=COLUMNS + ["iterations", "converged", "seconds"],
                   options=dict(solver="admm", tol=1e-5, max_iter=20_000, on_max_iter="return")),
 }
 
@@ -62,8 +63,9 @@ def rows(grid: dict, done=frozenset()):
                     for meas in MEASUREMENTS:
                         if (meas, d, rho, float(f), seed) in done:
                             continue
+                        start = time.perf_counter()
                         row = recovery_trial(meas, d, rho, alpha, T, seed, **grid["options"])
-                        yield {**row, "f": float(f)}
+                        yield {**row, "f": float(f), "seconds": round(time.perf_counter() - start, 2)}
 
 
 def main(argv=None) -> int:

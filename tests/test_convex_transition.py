@@ -48,6 +48,8 @@ def test_a_separated_grid_gives_a_finite_crossing_between_the_last_failure_and_f
     (([0.1, 0.2], [0.5, 1], [2, 2]), "integers"),
     (([0.1, 0.2, 0.3], [0, 1], [2, 2]), "one shape"),
     (([0.1, 0.2, 0.3], [4, 2, 0], [4, 4, 4]), "does not increase"),
+    (([0.1, 0.2, 0.3], [0, 0, 0], [4, 4, 4]), "bracket"),
+    (([0.1, 0.2, 0.3], [1, 1, 1], [1, 1, 1]), "bracket"),
 ])
 def test_bad_input_is_refused(args, match):
     with pytest.raises(ValueError, match=match):

@@ -144,11 +144,11 @@ class SoftmaxDifferences:
 
         ``K`` is built sample block by sample block from the tokens' products
         (:meth:`_pair_gram`, ``O(n^2 T^2 d)`` work) and factorised once
-        (:func:`gram_inverse`).  ``None`` when ``K`` and its intermediates would
-        need more than ``memory_mb``.
+        (:func:`gram_inverse`).  ``None`` when ``m > d(d+1)/2`` (``K`` singular)
+        or when ``K`` and its intermediates would need more than ``memory_mb``.
         """
         xp, X, n, P = self.xp, self.index.X, self.index.n, len(self.ia)
-        if 8 * self.m * self.m * 4 > memory_mb * 2**20:
+        if self.m > self.d * (self.d + 1) // 2 or 8 * self.m * self.m * 4 > memory_mb * 2**20:
             return None
         tr = self._traces(X @ xp.swapaxes(X, 1, 2))
         flat = X.reshape(-1, self.d)
@@ -219,10 +219,11 @@ class GaussianMeasurements:
         r"""``r -> (A A^*)^{-1} r`` exactly, from the ``m x m`` Gram matrix ``K_kl = <A_k, A_l>``; or ``None``.
 
         ``K`` is built chunk by chunk (``O(m^2 d^2)`` work) and factorised once
-        (:func:`gram_inverse`).  ``None`` unless all the ``A_k`` are cached and
-        ``K`` fits in ``cache_mb`` too.
+        (:func:`gram_inverse`).  ``None`` when ``m > d(d+1)/2`` (``K`` singular),
+        or unless all the ``A_k`` are cached and ``K`` fits in ``cache_mb`` too.
         """
-        if self.cached * self.chunk < self.m or 8 * self.m * self.m > self.cache_mb * 2**20:
+        if (self.m > self.d * (self.d + 1) // 2 or self.cached * self.chunk < self.m
+                or 8 * self.m * self.m > self.cache_mb * 2**20):
             return None
         K = self.xp.empty((self.m, self.m))
         for s, A in self._chunks():

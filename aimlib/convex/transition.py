@@ -77,8 +77,9 @@ def transition_crossing(alpha, successes, trials, *, tol: float = 1e-10,
     Raises
     ------
     ValueError
-        Bad input, or a fit whose probability does not increase with ``alpha``
-        (``beta_1 <= 0``: no crossing from failure to recovery).
+        Bad input: no recovery or no failure at all (the grid does not bracket
+        the crossing), or a fit whose probability does not increase with
+        ``alpha`` (``beta_1 <= 0``: no crossing from failure to recovery).
     """
     a = np.asarray(v.finite_array("alpha", alpha, ndim=1), dtype=float)
     k = np.asarray(v.finite_array("successes", successes, ndim=1), dtype=float)
@@ -89,6 +90,9 @@ def transition_crossing(alpha, successes, trials, *, tol: float = 1e-10,
         raise ValueError("alpha must hold at least two distinct values")
     if np.any(N < 1) or np.any(k < 0) or np.any(k > N) or np.any(k % 1) or np.any(N % 1):
         raise ValueError("successes and trials must be integers with 0 <= successes <= trials, trials >= 1")
+    if k.sum() == 0 or k.sum() == N.sum():
+        raise ValueError("the solves must include a recovery and a failure, or the grid does not "
+                         "bracket the crossing")
     v.in_range("tol", tol, 1e-15, 1e-2)
     v.integer("max_iter", max_iter, minimum=1)
     centre, scale = a.mean(), a.std()
