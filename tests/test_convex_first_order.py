@@ -62,7 +62,8 @@ def test_gram_solver_inverts_the_explicit_gram_matrix(ensemble):
     A = _dense(op)
     K = np.einsum("kij,lij->kl", A, A)
     r = np.random.default_rng(0).standard_normal(op.m)
-    assert np.allclose(K @ to_host(op.gram_solver()(r)), r, atol=1e-9 * np.abs(r).max())
+    assert np.allclose(K @ to_host(op.gram_solver()(to_device(r, op.xp))), r,
+                       atol=1e-9 * np.abs(r).max())
 
 
 def test_gram_solver_declines_a_singular_or_oversized_gram_matrix():
