@@ -6,8 +6,8 @@ Two grids:
 
 * ``--grid small`` (default): ``d = 12, 16, 20``, 8 seeds, CVXPY + SCS, to
   ``book/data/min_trace_recovery.csv``; about three minutes on one core;
-* ``--grid scale``: ``d = 50`` (8 seeds) and ``d = 100`` (4 seeds),
-  ``f = 0.8 .. 1.2``, the matrix-free ADMM solver (``tol = 1e-5``), to
+* ``--grid scale``: ``d = 50`` (8 seeds, ``f = 0.8 .. 1.2``) and ``d = 100``
+  (4 seeds, ``f = 0.9 .. 1.1``), the matrix-free ADMM solver (``tol = 1e-5``), to
   ``book/data/min_trace_scale.csv``, with each solve's wall time (``seconds``);
   seed by seed, so that a run stopped early has whole curves; about an hour on
   one core (``OPENBLAS_NUM_THREADS=1``).  With ``--resume`` the rows already
@@ -31,12 +31,12 @@ COLUMNS = ["measurements", "d", "r", "rho", "T", "alpha", "f", "seed", "m", "rel
 GRIDS = {
     "small": dict(file="min_trace_recovery.csv", command="python scripts/min_trace_recovery.py",
                   seeds={12: range(8), 16: range(8), 20: range(8)}, samples=2000, columns=COLUMNS,
-                  factors=(0.6, 0.8, 0.9, 0.95, 1.0, 1.05, 1.1, 1.2, 1.4),
+                  factors=dict.fromkeys((12, 16, 20), (0.6, 0.8, 0.9, 0.95, 1.0, 1.05, 1.1, 1.2, 1.4)),
                   options=dict(on_max_iter="return")),
     "scale": dict(file="min_trace_scale.csv",
                   command="OPENBLAS_NUM_THREADS=1 python scripts/min_trace_recovery.py --grid scale --resume",
                   seeds={50: range(8), 100: range(4)}, samples=400,
-                  factors=(0.8, 0.9, 1.0, 1.05, 1.1, 1.2),
+                  factors={50: (0.8, 0.9, 1.0, 1.05, 1.1, 1.2), 100: (0.9, 1.0, 1.05, 1.1)},
                   columns=COLUMNS + ["iterations", "converged", "seconds"],
                   options=dict(solver="admm", tol=1e-5, max_iter=20_000, on_max_iter="return")),
 }
@@ -56,7 +56,7 @@ def rows(grid: dict, done=frozenset()):
         alphas = {}
         for rho in RHOS:
             delta = statistical_dimension_finite(d, round(rho * d), samples=grid["samples"], seed=0).delta
-            alphas[rho] = {f: f * 2 * delta / (softmax_k(T) * d * d) for f in grid["factors"]}
+            alphas[rho] = {f: f * 2 * delta / (softmax_k(T) * d * d) for f in grid["factors"][d]}
         for seed in seeds:
             for rho in RHOS:
                 for f, alpha in alphas[rho].items():
