@@ -37,21 +37,36 @@ def data_parser(doc: str, name: str | None) -> argparse.ArgumentParser:
     return parser
 
 
-def write_rows(path, command: str, columns, rows) -> int:
+def read_rows(path) -> list[dict]:
+    """The rows of a data file written by :func:`write_rows` (none if ``path`` does not exist)."""
+    if not os.path.exists(path):
+        return []
+    with os.fdopen(files.open_input("--out", path), newline="") as fh:
+        return list(csv.DictReader(line for line in fh if not line.startswith("#")))
+
+
+def write_rows(path, command: str, columns, rows, *, append: bool = False) -> int:
     """Write ``rows`` (dicts; keys outside ``columns`` are left out) to ``path``; returns 0, the exit status.
 
     A ``path`` that :func:`aimlib.files.open_output` refuses ends the script
-    with a one-line message and exit status 2, before a row is made.
+    with a one-line message and exit status 2, before a row is made.  With
+    ``append``, the rows go after those already in ``path`` (whose header must
+    be ``columns``), so that a stopped run can be resumed.
     """
+    old = read_rows(path) if append else []
+    if old and list(old[0]) != list(columns):
+        print(f"error: {path} has the columns {list(old[0])}, not {list(columns)}", file=sys.stderr)
+        raise SystemExit(2)
     try:
-        fd = files.open_output("--out", path)
+        fd = files.open_output("--out", path, append=bool(old))
     except files.RefusedFile as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    with os.fdopen(fd, "w", newline="") as fh:
-        fh.write(f"# made by: {command}\n")
+    with os.fdopen(fd, "a" if old else "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
-        writer.writeheader()
+        if not old:
+            fh.write(f"# made by: {command}\n")
+            writer.writeheader()
         for row in rows:
             writer.writerow(row)
             fh.flush()

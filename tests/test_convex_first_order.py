@@ -51,6 +51,38 @@ def test_gaussian_map_regenerates_the_same_matrices():
     assert abs((A**2).sum(axis=(1, 2)).mean() - 15) < 5
 
 
+def _gaussian(d, alpha, seed=4, **kw):
+    op = GaussianMeasurements(d, 2 * round(alpha * d * d), seed=seed, **kw)
+    return op, to_host(op.forward(sample_teacher(d, 0.25, 5, backend="numpy")))
+
+
+@pytest.mark.parametrize("ensemble", ["softmax", "gaussian"])
+def test_gram_solver_inverts_the_explicit_gram_matrix(ensemble):
+    op, _ = _gaussian(10, 0.15) if ensemble == "gaussian" else _softmax(10, 0.15)[1:]
+    A = _dense(op)
+    K = np.einsum("kij,lij->kl", A, A)
+    r = np.random.default_rng(0).standard_normal(op.m)
+    assert np.allclose(K @ to_host(op.gram_solver()(to_device(r, op.xp))), r,
+                       atol=1e-9 * np.abs(r).max())
+
+
+def test_gram_solver_declines_a_singular_or_oversized_gram_matrix():
+    assert _softmax(6, 0.4)[1].gram_solver() is None           # m = 28 > d(d+1)/2 = 21
+    assert _gaussian(5, 0.9)[0].gram_solver() is None          # m = 44 > 15
+    assert _gaussian(10, 0.15, cache_mb=0)[0].gram_solver() is None
+    assert _softmax(10, 0.15)[1].gram_solver(memory_mb=0.01) is None
+
+
+@pytest.mark.parametrize("ensemble", ["softmax", "gaussian"])
+def test_exact_gram_steps_reach_the_optimum_of_conjugate_gradient_steps(ensemble):
+    op, b = _gaussian(10, 0.12) if ensemble == "gaussian" else _softmax(10, 0.12)[1:]
+    exact = min_trace_admm(op, b, tol=1e-8)
+    cg = min_trace_admm(op, b, tol=1e-8, exact_gram=False)
+    assert exact.converged and cg.converged
+    assert exact.trace == pytest.approx(cg.trace, rel=1e-6)
+    assert exact.dual_bound <= cg.trace + 1e-6 and cg.dual_bound <= exact.trace + 1e-6
+
+
 def test_psd_projection_is_the_nearest_psd_matrix():
     rng = np.random.default_rng(1)
     M = rng.standard_normal((6, 6))
@@ -78,8 +110,7 @@ def test_admm_agrees_with_cvxpy(ensemble, d, alpha):
     if ensemble == "softmax":
         data, op, b = _softmax(d, alpha)
     else:
-        op = GaussianMeasurements(d, 2 * round(alpha * d * d), seed=4)
-        b = to_host(op.forward(sample_teacher(d, 0.25, 5, backend="numpy")))
+        op, b = _gaussian(d, alpha)
     res = min_trace_admm(op, b, tol=1e-7, max_iter=20_000)
     S_ref = min_trace_solve(_dense(op), b, eps=1e-9)
     opt = np.trace(S_ref)

@@ -18,7 +18,9 @@ only; no ``m x d^2`` matrix), split as ``min f(Z) + g(S)`` s.t. ``Z = S`` with
 
 The ``Z`` step minimises ``Tr Z + (rho/2)||Z - S + U||^2`` on the affine set;
 the system in ``A A^*`` (``m x m``, positive definite for independent
-measurements) is solved by conjugate gradients, warm-started from the last
+measurements) is solved exactly where the map's ``gram_solver()`` can factorise
+it (``exact_gram``; one forward and one adjoint pass per iteration), otherwise
+by conjugate gradients, warm-started from the last
 ``w``, preconditioned by the map's ``preconditioner()`` where it has one, to a
 relative tolerance of a tenth of the last certificate's worst measure (at most
 ``1e-2``, at least ``tol``): an inexact step early, an exact one near the end.  Its optimality
@@ -157,7 +159,7 @@ def _check_options(op, b, tol, max_iter, penalty, check_every, patience, cg_max_
 
 def min_trace_admm(op, b, *, tol: float = 1e-6, max_iter: int = 20_000, S0=None,
                    penalty: float = 1.0, check_every: int = 10, patience: int = 3000,
-                   cg_max_iter: int = 100, adapt_iter: int = 1000,
+                   cg_max_iter: int = 100, adapt_iter: int = 1000, exact_gram: bool = True,
                    on_max_iter: str = "raise") -> MinTraceResult:
     r"""``min Tr S`` over PSD ``S`` with ``op.forward(S) = b``, by ADMM (module docstring).
 
@@ -186,6 +188,10 @@ def min_trace_admm(op, b, *, tol: float = 1e-6, max_iter: int = 20_000, S0=None,
         Iterations during which the penalty adapts (every ``10 check_every``);
         fixed afterwards, since every change moves the fixed point of the
         iteration and undoes part of the progress.
+    exact_gram : bool
+        Solve the ``A A^*`` system exactly through ``op.gram_solver()`` where
+        the map has one and it returns a solver (``m x m`` in memory);
+        otherwise, or if ``False``, by conjugate gradients.
 
     Returns
     -------
@@ -196,13 +202,17 @@ def min_trace_admm(op, b, *, tol: float = 1e-6, max_iter: int = 20_000, S0=None,
     xp, d, rho = op.xp, op.d, float(penalty)
     gram = lambda u: op.forward(op.adjoint(u))  # noqa: E731  (A A^*)
     S = _check_start(S0, d, xp)
-    precondition = op.preconditioner() if hasattr(op, "preconditioner") else None
+    solve = op.gram_solver() if exact_gram and hasattr(op, "gram_solver") else None
+    precondition = op.preconditioner() if solve is None and hasattr(op, "preconditioner") else None
     U, w, eye = xp.zeros((d, d)), xp.zeros(op.m), xp.eye(d)
     best, best_at, cert, it, cg_tol = math.inf, 0, None, 0, 1e-2
     for it in range(1, max_iter + 1):
         V = S - U - eye / rho
-        w, _ = conjugate_gradient(gram, op.forward(V) - b, w, tol=cg_tol, max_iter=cg_max_iter,
-                                  precondition=precondition)
+        if solve is None:
+            w, _ = conjugate_gradient(gram, op.forward(V) - b, w, tol=cg_tol, max_iter=cg_max_iter,
+                                      precondition=precondition)
+        else:
+            w = solve(op.forward(V) - b)
         Aw = op.adjoint(w)
         Z = V - Aw
         S_prev, S = S, psd_projection(Z + U)

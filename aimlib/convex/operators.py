@@ -20,12 +20,13 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validate as v
-from ..backend import module_named, to_device, to_host
+from ..backend import get_array_module, module_named, to_device, to_host
 from ..channels.softmax import check_beta
 from ..index_map import IndexMap
 from .cone import goe_frobenius
 
-__all__ = ["measurement_pairs", "softmax_targets", "SoftmaxDifferences", "GaussianMeasurements"]
+__all__ = ["measurement_pairs", "softmax_targets", "gram_inverse", "SoftmaxDifferences",
+           "GaussianMeasurements"]
 
 
 def measurement_pairs(T: int):
@@ -62,6 +63,30 @@ def softmax_targets(n: int, T: int, *, h=None, y=None, beta=None) -> np.ndarray:
     return (z[:, ia, ib] - z[:, ia, 0] + z[:, 0, ia] - z[:, :1, 0]).reshape(-1)
 
 
+def gram_inverse(K):
+    r"""``r -> K^{-1} r`` for the Gram matrix ``K = A A^*`` of a measurement map; ``None`` if it is singular.
+
+    ``K`` is positive definite when the ``A_k`` are linearly independent
+    (``m <= d(d+1)/2`` generic measurements).  Its Cholesky factor ``L``
+    tests that (``O(m^3/3)``); a failed factorisation, a non-finite factor, or
+    ``(max_i L_ii / min_i L_ii)^2`` (a lower bound on the condition number)
+    above ``1e10`` gives ``None``: the caller then solves by conjugate
+    gradients, whose inexact solution the certificate of
+    :func:`~.first_order.min_trace_admm` does not rest on.
+    """
+    xp = get_array_module(K)
+    K = (K + K.T) / 2
+    try:
+        diag = xp.diagonal(xp.linalg.cholesky(K))
+    except np.linalg.LinAlgError:
+        return None
+    low, high = float(to_host(diag.min())), float(to_host(diag.max()))
+    if not low * low > 1e-10 * high * high:                          # also catches NaN
+        return None
+    inv = xp.linalg.inv(K)
+    return lambda r: inv @ r
+
+
 class SoftmaxDifferences:
     r"""``A(S)_{mu,(a,b)} = h_ab(S) - h_11(S)`` for tokens ``X`` (n, T, d), matrix-free.
 
@@ -92,24 +117,54 @@ class SoftmaxDifferences:
         G[:, 0, 0] -= W.sum(axis=1)
         return self.index.adjoint(G)
 
-    def gram_blocks(self):
-        r"""The diagonal blocks of ``A A^*``, one ``P x P`` per sample: ``(n, P, P)``, from token products only.
+    def _pair_gram(self, G, tr_row, tr_col):
+        r"""``<A_p, A_q>`` for the pairs ``p`` of one sample and ``q`` of another, from their tokens' products.
 
         With ``A_p = sym(x_a x_b^T) - x_1 x_1^T + c_p I`` (over ``sqrt d``,
         ``c_p = 1 - delta_ab``) and ``<sym(a b^T), sym(e f^T)> = ((a.e)(b.f) + (a.f)(b.e))/2``,
-        every entry is a polynomial in the ``T x T`` Gram matrix of the sample's
-        tokens: ``O(n T^2 d)`` work in all, no ``d x d`` matrix.
+        every entry is a polynomial in ``G[..., a, e] = x_a . x'_e`` and the
+        traces ``tr = <sym(x_a x_b^T) - x_1 x_1^T, I>`` of either sample
+        (``tr_row[..., p]``, ``tr_col[..., q]``).  Returns ``(..., P, P)``.
         """
-        xp, X, d = self.xp, self.index.X, self.d
-        Gm = X @ xp.swapaxes(X, 1, 2)                                  # (n, T, T)
         ia, ib = np.concatenate([[0], self.ia]), np.concatenate([[0], self.ib])
-        inner = (Gm[:, ia[:, None], ia[None, :]] * Gm[:, ib[:, None], ib[None, :]]
-                 + Gm[:, ia[:, None], ib[None, :]] * Gm[:, ib[:, None], ia[None, :]]) / 2
-        s = inner[:, 1:, 1:] - inner[:, 1:, :1] - inner[:, :1, 1:] + inner[:, :1, :1]
-        c = xp.asarray((self.ia != self.ib).astype(float))
-        tr = Gm[:, self.ia, self.ib] - Gm[:, :1, 0]                    # <sym(x_a x_b^T) - x_1 x_1^T, I>
-        s = s + c[None, None, :] * tr[:, :, None] + c[None, :, None] * tr[:, None, :]
-        return (s + d * c[:, None] * c[None, :]) / d
+        inner = (G[..., ia[:, None], ia[None, :]] * G[..., ib[:, None], ib[None, :]]
+                 + G[..., ia[:, None], ib[None, :]] * G[..., ib[:, None], ia[None, :]]) / 2
+        s = inner[..., 1:, 1:] - inner[..., 1:, :1] - inner[..., :1, 1:] + inner[..., :1, :1]
+        c = self.xp.asarray((self.ia != self.ib).astype(float))
+        s = s + tr_row[..., :, None] * c + c[:, None] * tr_col[..., None, :]
+        return (s + self.d * c[:, None] * c[None, :]) / self.d
+
+    def _traces(self, Gm):
+        """``tr_p`` of every sample (:meth:`_pair_gram`) from its own ``T x T`` token products: ``(n, P)``."""
+        return Gm[:, self.ia, self.ib] - Gm[:, :1, 0]
+
+    def gram_blocks(self):
+        """The diagonal blocks of ``A A^*``, one ``P x P`` per sample: ``(n, P, P)``, in ``O(n T^2 d)`` work."""
+        X = self.index.X
+        Gm = X @ self.xp.swapaxes(X, 1, 2)                             # (n, T, T)
+        tr = self._traces(Gm)
+        return self._pair_gram(Gm, tr, tr)
+
+    def gram_solver(self, memory_mb: float = 1024.0):
+        r"""``r -> (A A^*)^{-1} r`` exactly, from the whole ``m x m`` Gram matrix; or ``None``.
+
+        ``K`` is built sample block by sample block from the tokens' products
+        (:meth:`_pair_gram`, ``O(n^2 T^2 d)`` work) and factorised once
+        (:func:`gram_inverse`).  ``None`` when ``m > d(d+1)/2`` (``K`` singular)
+        or when ``K`` and its intermediates would need more than ``memory_mb``.
+        """
+        xp, X, n, P = self.xp, self.index.X, self.index.n, len(self.ia)
+        if self.m > self.d * (self.d + 1) // 2 or 8 * self.m * self.m * 4 > memory_mb * 2**20:
+            return None
+        tr = self._traces(X @ xp.swapaxes(X, 1, 2))
+        flat = X.reshape(-1, self.d)
+        K = xp.empty((n, P, n, P))
+        rows = max(1, int(memory_mb * 2**20 // (8 * 12 * n * self.index.T ** 2 * P * P)))
+        for s in range(0, n, rows):
+            G = (X[s:s + rows].reshape(-1, self.d) @ flat.T).reshape(-1, self.index.T, n, self.index.T)
+            G = xp.swapaxes(G, 1, 2)                                    # (rows, n, T, T)
+            K[s:s + rows] = xp.swapaxes(self._pair_gram(G, tr[s:s + rows, None], tr[None]), 1, 2)
+        return gram_inverse(K.reshape(self.m, self.m))
 
     def preconditioner(self):
         """``r -> (block-diagonal of A A^*)^{-1} r``, per sample (:meth:`gram_blocks`), for conjugate gradients."""
@@ -138,7 +193,8 @@ class GaussianMeasurements:
         self.key = int(v.generator(seed).integers(2**62))
         per = 8 * self.d * self.d
         self.chunk = max(1, min(self.m, int(v.positive("chunk_mb", chunk_mb) * 2**20 // per)))
-        self.cached = int(v.nonnegative("cache_mb", cache_mb) * 2**20 // (per * self.chunk))
+        self.cache_mb = v.nonnegative("cache_mb", cache_mb)
+        self.cached = int(self.cache_mb * 2**20 // (per * self.chunk))
         self._cache: dict = {}
 
     def matrices(self, j: int):
@@ -164,6 +220,23 @@ class GaussianMeasurements:
         for s, A in self._chunks():
             out[s:s + A.shape[0]] = A.reshape(A.shape[0], -1) @ S
         return out
+
+    def gram_solver(self):
+        r"""``r -> (A A^*)^{-1} r`` exactly, from the ``m x m`` Gram matrix ``K_kl = <A_k, A_l>``; or ``None``.
+
+        ``K`` is built chunk by chunk (``O(m^2 d^2)`` work) and factorised once
+        (:func:`gram_inverse`).  ``None`` when ``m > d(d+1)/2`` (``K`` singular),
+        or unless all the ``A_k`` are cached and ``K`` fits in ``cache_mb`` too.
+        """
+        if (self.m > self.d * (self.d + 1) // 2 or self.cached * self.chunk < self.m
+                or 8 * self.m * self.m > self.cache_mb * 2**20):
+            return None
+        K = self.xp.empty((self.m, self.m))
+        for s, A in self._chunks():
+            flat = A.reshape(A.shape[0], -1)
+            for t, B in self._chunks():
+                K[s:s + A.shape[0], t:t + B.shape[0]] = flat @ B.reshape(B.shape[0], -1).T
+        return gram_inverse(K)
 
     def adjoint(self, w):
         """``sum_k w_k A_k``, symmetric ``(d, d)``."""

@@ -1,0 +1,35 @@
+"""The data scripts' rows (scripts/_rows.py): a run resumed with ``append`` keeps what was written."""
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def rows(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
+    return importlib.import_module("_rows")
+
+
+def test_appended_rows_follow_the_kept_ones_under_one_header(rows, tmp_path):
+    out = tmp_path / "r.csv"
+    rows.write_rows(out, "make r", ["a", "b"], [{"a": 1, "b": 2}])
+    rows.write_rows(out, "make r --resume", ["a", "b"], [{"a": 3, "b": 4}], append=True)
+    assert out.read_text().splitlines()[:2] == ["# made by: make r", "a,b"]
+    assert rows.read_rows(out) == [{"a": "1", "b": "2"}, {"a": "3", "b": "4"}]
+    rows.write_rows(out, "make r", ["a", "b"], [{"a": 5, "b": 6}])       # no append: a fresh file
+    assert rows.read_rows(out) == [{"a": "5", "b": "6"}]
+
+
+def test_appending_under_other_columns_is_refused(rows, tmp_path, capsys):
+    out = tmp_path / "r.csv"
+    rows.write_rows(out, "make r", ["a", "b"], [{"a": 1, "b": 2}])
+    with pytest.raises(SystemExit) as info:
+        rows.write_rows(out, "make r", ["a", "c"], [{"a": 3, "c": 4}], append=True)
+    assert info.value.code == 2 and "columns" in capsys.readouterr().err
+    assert rows.read_rows(out) == [{"a": "1", "b": "2"}]
+    assert rows.read_rows(tmp_path / "missing.csv") == []
