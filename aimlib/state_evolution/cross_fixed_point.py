@@ -138,8 +138,8 @@ def cross_fixed_point(alpha: float, channel, priors, init, *, side=None, damping
     priors : pair of Priors
         The teachers' priors; their ``mean_square`` is the known part the estimates share.
     init : triple
-        The starting ``(mmse_1, mmse_2, e_12)``, each error at most the prior's before any data, e.g. the separable fixed point and its first-order
-        :func:`~aimlib.state_evolution.cross_overlap`.
+        The starting ``(mmse_1, mmse_2, e_12)``, each error at most the prior's before any data,
+        e.g. the separable fixed point and its first-order :func:`~aimlib.state_evolution.cross_overlap`.
     side : callable, optional
         ``(q, Q0, e_12) -> ChannelSide``; default :func:`monte_carlo_side` with its defaults.
     damping : float
