@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _validate as v
+from ..channels.base import Channel
 from ..channels.deep_moments import response_moments
 from ..errors import ConvergenceError
 from ..iteration import iterate_map
@@ -164,7 +165,7 @@ def cross_fixed_point(alpha: float, channel, priors, init, *, side=None, damping
         :func:`~aimlib.priors.correlated.layer_noises`).
     """
     alpha = v.positive("alpha", alpha)
-    if getattr(channel, "n_indices", None) != 2 or len(priors) != 2:
+    if not isinstance(channel, Channel) or channel.n_indices != 2 or len(priors) != 2:
         raise ValueError(f"cross_fixed_point: two layers with one prior each, got {channel!r} and "
                          f"{len(priors)} priors")
     Q0, V0 = components(priors)
