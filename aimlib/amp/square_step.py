@@ -60,12 +60,13 @@ __all__ = ["square_channel_step", "square_noises"]
 def square_noises(p, V) -> tuple:
     r"""``Delta_s = 1/(alpha F_s(Q0 - V))`` per sector (module docstring), ``alpha = n/d^2``.
 
-    ``Q0`` are the prior's sector moments; predicted errors above them are a
-    :class:`~aimlib.ConvergenceError` (no overlap ``q = Q0 - V >= 0`` has them).
+    ``Q0`` are the prior's sector moments.  The square channel's moments depend on
+    the errors only (``-dg/domega = Gamma(V)``, module docstring), so a predicted
+    error above its sector's moment, which the first iterations of a damped run
+    can reach, is evaluated with that moment raised to it (``q_s = 0``), as GAMP's
+    coefficient at those errors.
     """
-    Q0 = tuple(p.priors[0].sector_moments())
-    if any(Vs > Qs for Vs, Qs in zip(V, Q0)):
-        raise ConvergenceError(f"the predicted errors V={V} exceed the prior's sector moments Q0={Q0}")
+    Q0 = tuple(max(float(Qs), float(Vs)) for Vs, Qs in zip(V, p.priors[0].sector_moments()))
     q = tuple(Qs - Vs for Vs, Qs in zip(V, Q0))
     return p.channel.sector_noises(q, Q0, p.T, p.n / p.d**2)
 
