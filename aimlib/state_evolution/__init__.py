@@ -23,7 +23,9 @@ noiseless linear-type channels, ``F_out = k/V``), :mod:`~.fixed_point`
 state evolution and the oracle's), :mod:`~.solve` (one point or a curve),
 :mod:`~.free_entropy` (the potential and the generalization error), :mod:`~.cross` (the cross
 overlap two-layer GAMP-RIE creates at a separable fixed point), :mod:`~.cross_fixed_point` (its
-state evolution with the cross overlap and the mixing carried, to a fixed point of its own).
+state evolution with the cross overlap and the mixing carried, to a fixed point of its own),
+:mod:`~.bayes_pair` (the coupled Bayes-optimal state evolution of two layers: a ``2 x 2`` overlap,
+the joint denoiser sampled).
 """
 from .cross import CrossOverlap, cross_overlap
 from .fixed_point import PREDICTIONS, SEResult, fixed_point, oracle_fixed_point
