@@ -5,7 +5,7 @@ Checked: the channel side is the tabulated moment matrix at q_12 = 0 and fisher_
 set; its first-order output function against Monte Carlo draws of the law with V_12 != 0 and, at V_12 = 0, against
 the channel's analytic g_out; its moments against their Monte Carlo definition; the whole iteration on Gaussian
 teachers, whose joint denoiser is linear, against an exact iteration and the separable state evolution; the
-committed curve by regression.
+committed curve as a fixed point of the map, made again on its instances.
 """
 from __future__ import annotations
 
@@ -148,15 +148,14 @@ def test_sampled_gaussian_prior_side_matches_the_closed_form():
 
 
 @pytest.mark.slow
-def test_committed_curve_regression():
-    """Repeat 0 of the committed curve (8 instances, d = 100) made again at alpha = 0.5: the Bayes errors within
-    three times the spread of the committed repeats (the chains' graininess; identical arithmetic repeats them
-    exactly)."""
+@pytest.mark.parametrize("alpha", [0.3, 0.5, 1.0])
+def test_committed_curve_is_a_fixed_point(alpha):
+    """Repeat 0 of the committed curve (instances 0-7, d = 100): one undamped step from its fixed point returns
+    it within 0.003. The iteration stopped at damped steps under 0.001 (undamped 0.0014) and the chains'
+    graininess between steps is about 0.001; an error in the channel or prior side moves the point by more
+    (the cross overlap alone moves it by 0.004 to 0.014 at alpha <= 0.5)."""
     rows = np.genfromtxt(DATA, delimiter=",", names=True, skip_header=1)
-    at = rows[rows["alpha"] == 0.5]
-    ref = at[at["repeat"] == 0][0]
-    side = sampled_prior_side(100, 0.5, range(8))
-    fp = bayes_pair_fixed_point(0.5, CH, WISHART, (ref["sep_mmse_1"], ref["sep_mmse_2"], 0.0), side, tol=0.004)
-    for layer in (1, 2):
-        spread = at[f"bayes_mmse_{layer}"].std(ddof=1)
-        assert fp.mmse[layer - 1] == pytest.approx(ref[f"bayes_mmse_{layer}"], abs=max(3 * spread, 1e-3))
+    ref = rows[(rows["alpha"] == alpha) & (rows["repeat"] == 0)][0]
+    x = np.array([ref["bayes_mmse_1"], ref["bayes_mmse_2"], ref["bayes_e_12"]])
+    out = bayes_pair_step(alpha, CH, WISHART, x, sampled_prior_side(100, 0.5, range(8)))[0].x
+    assert np.max(np.abs(out - x)) < 0.003
