@@ -110,6 +110,8 @@ def test_bad_input_is_refused():
         bayes_pair_step(0.5, CH, WISHART, (1.2, 0.5, 0.0), gaussian_prior_side())
     with pytest.raises(ValueError, match="e_12"):
         bayes_pair_step(0.5, CH, WISHART, (0.5, 0.5, 0.6), gaussian_prior_side())
+    with pytest.raises(ValueError, match="two attention layers"):
+        bayes_pair_step(0.5, DeepAttention(0.5, layers=3), WISHART, (0.5, 0.5, 0.0), gaussian_prior_side())
 
 
 def _exact_gaussian_iteration(alpha, x, damping, steps):

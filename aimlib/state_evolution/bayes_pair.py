@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _validate as v
-from ..channels.base import Channel
+from ..channels.deep_hardmax import DeepAttention
 from ..channels.deep_bayes_cross import bayes_moment_matrix, bayes_moments_direct
 from ..errors import ConvergenceError
 from ..priors.correlated import gaussian_pair, layer_noises
@@ -154,6 +154,7 @@ def bayes_pair_step(alpha: float, channel, priors, x, prior_side, *, direct_zero
     naming ``q12`` if the state's cross overlap does not leave the law a covariance.
     """
     alpha = v.positive("alpha", alpha)
+    _checked_channel(channel, priors)
     Q0, V0 = components(priors)
     x = _check_state(x, V0)
     shared = tuple(p.mean_square() for p in priors)
@@ -168,9 +169,10 @@ def bayes_pair_step(alpha: float, channel, priors, x, prior_side, *, direct_zero
 
 
 def _checked_channel(channel, priors):
-    if not isinstance(channel, Channel) or channel.n_indices != 2 or len(priors) != 2:
-        raise ValueError(f"the coupled Bayes state evolution needs two layers with one prior each, got {channel!r} "
-                         f"and {len(priors)} priors")
+    """Two hardmax attention layers (:class:`~aimlib.channels.DeepAttention`) and one prior per layer."""
+    if not isinstance(channel, DeepAttention) or channel.n_indices != 2 or len(priors) != 2:
+        raise ValueError(f"the coupled Bayes state evolution needs two attention layers (DeepAttention, layers=2) "
+                         f"with one prior each, got {channel!r} and {len(priors)} priors")
 
 
 def bayes_pair_fixed_point(alpha: float, channel, priors, init, prior_side, *, damping: float = 0.3,
