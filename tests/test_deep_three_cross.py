@@ -116,3 +116,35 @@ def test_gamp_on_three_layers_starts_from_an_informative_perturbation():
     res = gamp_rie(data.X, data.y, THREE, data.priors, S=S, init=init, init_m=start, max_iter=30,
                    on_max_iter="return")
     assert np.all(np.isfinite(res.mmse)) and res.mmse[2] < 0.8 * start[2]
+
+
+class _Raised(DeepAttention):
+    """Three layers whose separable moments of layers 1 and 2 are raised by the factor ``1 + raise_by``."""
+
+    raise_by = 0.0
+
+    def separable_fisher(self, q, Q0, T, shared):
+        f = np.array(super().separable_fisher(q, Q0, T, shared))
+        f[:2] *= 1 + self.raise_by
+        return tuple(f)
+
+
+def _jump(ch, rho, lo=6.0, hi=8.0, tol=1e-2):
+    priors = (Centred(rho),) * 3
+    while hi - lo > tol:
+        mid = 0.5 * (lo + hi)
+        fp = se.fixed_point(rho * mid, ch, T=2, rho=priors, tol=1e-11, max_iter=100_000)
+        lo, hi = (mid, hi) if fp.mmse[1] > 0.5 else (lo, mid)
+    return hi
+
+
+@pytest.mark.slow
+def test_what_the_cross_overlap_can_move_at_small_width():
+    """At rho = 0.01 the separable jump lies more than 1 below the limit's 8.403 (measured 7.06); raising
+    F_1^sep and F_2^sep everywhere by 1.2 %, the largest shift q_12 makes there (book/data/deep_three_cross.csv),
+    moves it by less than 0.1 (measured 0.04, bisected to 1e-3)."""
+    plain, raised = _Raised(0.5, layers=3), _Raised(0.5, layers=3)
+    raised.raise_by = 0.012
+    base = _jump(plain, 0.01)
+    assert base < 8.403 - 1.0
+    assert 0.0 <= base - _jump(raised, 0.01) < 0.1
