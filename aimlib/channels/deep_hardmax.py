@@ -302,7 +302,7 @@ class DeepAttention(Channel):
         teachers have ``s = 0``, the law of :meth:`fisher`.  The diagonal of ``F`` is ``F_l``
         under that law, the off-diagonal the cross terms a diagonal state evolution drops.
 
-        ``cross`` (two layers) is the residual cross-covariance ``e_12`` that one denoiser per
+        ``cross`` (layers 1 and 2, of two or three) is the residual cross-covariance ``e_12`` that one denoiser per
         layer leaves under correlated noises (:mod:`aimlib.priors.correlated`): then
         ``Cov(omega_1, omega_2) = sqrt(s_1 s_2) + e_12`` while ``Cov(h_l, omega_l') = Cov(h_1, h_2)
         = sqrt(s_1 s_2)``, so ``h | omega`` has mean ``omega - C Omega^{-1} omega`` and covariance

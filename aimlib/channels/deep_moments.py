@@ -42,43 +42,60 @@ def residual_law(q, Q0, s, cross: float, L: int):
     r"""``(M, K^{1/2}, w)``: ``h = M omega + K^{1/2} xi`` given the estimates, and the signs ``w`` of the
     estimates' shared draw ``sqrt(|e_12|) w_l z_12`` (:func:`draw_law`).
 
-    With ``C`` the matrix with ``e_12 = cross`` off the diagonal and ``Omega`` the estimates'
-    covariance (``sqrt(s_l s_l') + (q_l - s_l) delta_ll' + C``), ``M = I - C Omega^{-1}`` and
-    ``K = diag(Q0 - q) + C - C Omega^{-1} C``; at ``cross = 0``, ``M = I`` and ``K = diag(V)``.
+    With ``C`` the ``L x L`` matrix with ``e_12 = cross`` at ``(1, 2)`` and ``(2, 1)`` (layers 1 and 2;
+    a third layer, ``L = 3``, keeps no cross term: ``F_13 = F_23 = 0`` for centred teachers) and
+    ``Omega`` the estimates' covariance (``sqrt(s_l s_l') + (q_l - s_l) delta_ll' + C``),
+    ``M = I - C Omega^{-1}`` and ``K = diag(Q0 - q) + C - C Omega^{-1} C``; at ``cross = 0``,
+    ``M = I`` and ``K = diag(V)``.  The law exists while ``e_12^2 < (q_1 - s_1)(q_2 - s_2)`` and ``K``
+    is positive definite.
     """
-    if cross and L != 2:
-        raise ValueError(f"cross is the residual cross-covariance of two layers, got cross={cross!r} with {L} layers")
+    if L < 2:
+        raise ValueError(f"the law with a cross term needs at least two layers, got L={L!r}")
     V = np.asarray(Q0) - q
     if not cross:
         return np.eye(L), np.diag(np.sqrt(V)), None
-    C = np.array([[0.0, cross], [cross, 0.0]])
+    C = np.zeros((L, L))
+    C[0, 1] = C[1, 0] = cross
     root = np.sqrt(np.asarray(s, dtype=float))
-    Omega = np.outer(root, root) + np.diag(np.asarray(q) - s) + C
-    too_large = min(np.asarray(q) - s) <= abs(cross)   # the estimates' own draws need variance q_l - s_l - |e_12|
+    own = np.asarray(q) - s
+    Omega = np.outer(root, root) + np.diag(own) + C
+    too_large = own[0] * own[1] <= cross * cross
     if not too_large:
         K = np.diag(V) + C - C @ np.linalg.solve(Omega, C)
         too_large = np.linalg.eigvalsh(K).min() <= 0
     if too_large:
         raise ValueError(f"cross = {cross!r} is too large for the overlaps q = {q} and known parts {s}: the "
-                         "joint law of the indices and the estimates is not a covariance (|cross| must stay "
-                         "below q_l - s_l and leave h | omega a positive variance)")
-    return np.eye(L) - C @ np.linalg.inv(Omega), np.linalg.cholesky(K), np.array([1.0, np.sign(cross)])
+                         "joint law of the indices and the estimates is not a covariance (cross^2 must stay "
+                         "below (q_1 - s_1)(q_2 - s_2) and leave h | omega a positive variance)")
+    w = np.zeros(L)
+    w[:2] = 1.0, np.sign(cross)
+    return np.eye(L) - C @ np.linalg.inv(Omega), np.linalg.cholesky(K), w
 
 
 def draw_law(q, Q0, s, cross: float, L: int, n: int, rng):
     r"""``n`` draws ``(omega, h, r, K^{1/2})`` of the estimates and the indices, ``r = h - M omega``.
 
-    ``omega_l = sqrt(s_l) z_0 + sqrt(q_l - s_l - |e_12|) z_l + sqrt(|e_12|) w_l z_12`` (each ``z``
-    ``N(0, Sigma)`` per entry, drawn from ``rng`` in that order) and ``h = M omega + K^{1/2} xi``
-    (:func:`residual_law`).
+    Where ``|e_12| < q_l - s_l`` for ``l = 1, 2`` (and always at ``e_12 = 0``),
+    ``omega_l = sqrt(s_l) z_0 + sqrt(q_l - s_l - |e_12| w_l^2) z_l + sqrt(|e_12|) w_l z_12`` (each ``z``
+    ``N(0, Sigma)`` per entry, drawn from ``rng`` in that order; ``w = (1, sign e_12, 0)``: a third
+    layer shares no draw); otherwise the same law with layer 2 drawn from layer 1's own part
+    ``u_1 = omega_1 - sqrt(s_1) z_0``, ``omega_2 = sqrt(s_2) z_0 + (e_12/(q_1 - s_1)) u_1 +
+    sqrt(q_2 - s_2 - e_12^2/(q_1 - s_1)) z_2`` (the estimates barely informed, where ``e_12`` is of
+    the order of ``sqrt(q_1 q_2)``).  Then ``h = M omega + K^{1/2} xi`` (:func:`residual_law`).
     """
     mean, chol, w = residual_law(q, Q0, s, cross, L)
+    own = np.asarray(q, dtype=float) - s
+    shared = w is not None and min(own[:2]) > abs(cross)
     z0 = sample_indices(n, 2, 1.0, rng)
-    omega = np.stack([np.sqrt(s[l]) * z0 + sample_indices(n, 2, q[l] - s[l] - abs(cross), rng)
-                      for l in range(L)], axis=1)
+    share = np.abs(cross) * w * w if shared else np.zeros(L)
+    if w is not None and not shared:
+        share[1] = cross * cross / own[0]
+    omega = np.stack([np.sqrt(s[l]) * z0 + sample_indices(n, 2, own[l] - share[l], rng) for l in range(L)], axis=1)
     xi = np.stack([sample_indices(n, 2, 1.0, rng) for _ in range(L)], axis=1)
-    if cross:
+    if shared:
         omega += np.sqrt(abs(cross)) * np.einsum("l,nab->nlab", w, sample_indices(n, 2, 1.0, rng))
+    elif w is not None:
+        omega[:, 1] += cross / own[0] * (omega[:, 0] - np.sqrt(s[0]) * z0)
     r = np.einsum("lm,nmab->nlab", chol, xi)
     return omega, np.einsum("lm,nmab->nlab", mean, omega) + r, r, chol
 

@@ -22,19 +22,20 @@ noiseless linear-type channels, ``F_out = k/V``), :mod:`~.fixed_point`
 (iteration, one overlap per component; for layers that share a known part, GAMP-RIE's
 state evolution and the oracle's), :mod:`~.solve` (one point or a curve),
 :mod:`~.free_entropy` (the potential and the generalization error), :mod:`~.cross` (the cross
-overlap two-layer GAMP-RIE creates at a separable fixed point), :mod:`~.cross_fixed_point` (its
-state evolution with the cross overlap and the mixing carried, to a fixed point of its own),
-:mod:`~.bayes_pair` (the coupled Bayes-optimal state evolution of two layers: a ``2 x 2`` overlap,
-the joint denoiser sampled).
+overlap GAMP-RIE creates at a separable fixed point, and its ``rho -> 0`` limit for three layers),
+:mod:`~.cross_fixed_point` (its two-layer state evolution with the cross overlap and the mixing
+carried, to a fixed point of its own), :mod:`~.bayes_pair` (the coupled Bayes-optimal state
+evolution of two layers: a ``2 x 2`` overlap, the joint denoiser sampled).
 """
-from .cross import CrossOverlap, cross_overlap
+from .cross import CrossOverlap, LimitCross, cross_overlap, limit_cross_overlap
 from .fixed_point import PREDICTIONS, SEResult, fixed_point, oracle_fixed_point
 from .free_entropy import free_entropy, generalization_error, output_free_entropy, prior_free_entropy
 from .solve import SECurve, curve, solve
 from .threshold import perfect_recovery_threshold
 
 __all__ = [
-    "SEResult", "SECurve", "PREDICTIONS", "CrossOverlap", "cross_overlap", "solve", "fixed_point", "oracle_fixed_point",
+    "SEResult", "SECurve", "PREDICTIONS", "CrossOverlap", "cross_overlap", "LimitCross", "limit_cross_overlap",
+    "solve", "fixed_point", "oracle_fixed_point",
     "curve", "perfect_recovery_threshold", "prior_free_entropy",
     "output_free_entropy", "free_entropy", "generalization_error",
 ]

@@ -17,6 +17,11 @@ separable state evolution is their exact one.  This is the prior side only: fed 
 indices given the estimates, ``q_12`` moves the moments GAMP-RIE measures
 (:meth:`~aimlib.channels.DeepAttention.output_moments`, ``cross``), which this state
 evolution does not carry (book, chapter "Correlated layers").
+
+Three layers as ``rho -> 0`` at fixed ``alpha_bar = alpha/rho`` (:func:`limit_cross_overlap`): the
+noises are ``Delta_l = (F^{-1})_ll/(rho alpha_bar)``, of order ``1/rho``, so the first-order
+``q_12`` is ``rho`` times a finite slope, while the errors ``mmse_l`` stay of order one: the law
+of the indices given the estimates, hence the channel's moments, move by ``O(rho)``.
 """
 from __future__ import annotations
 
@@ -27,10 +32,11 @@ import numpy as np
 
 from .. import _validate as v
 from ..channels.base import Channel
+from ..channels.deep_hardmax import DeepAttention, limit_error
 from ..priors.correlated import SINGULAR, cross_residual, layer_noises
 from .fixed_point import cross_terms
 
-__all__ = ["CrossOverlap", "cross_overlap"]
+__all__ = ["CrossOverlap", "cross_overlap", "LimitCross", "limit_cross_overlap"]
 
 
 @dataclass(frozen=True)
@@ -98,3 +104,59 @@ def cross_overlap(alpha: float, q, mmse, channel, priors, T: int = 2) -> CrossOv
         return CrossOverlap(kappa, (math.inf, math.inf), 0.0)
     d1, d2, kappa = layer_noises(F, alpha)
     return CrossOverlap(kappa, (d1, d2), cross_residual(mmse[:2], (d1, d2), kappa))
+
+
+@dataclass(frozen=True)
+class LimitCross:
+    """Three layers' first-order cross overlap in the ``rho -> 0`` limit (:func:`limit_cross_overlap`).
+
+    Attributes
+    ----------
+    alpha_bar : float
+    mmse : tuple
+        The three errors ``E_l`` of the limit state evolution (:func:`~aimlib.channels.deep_hardmax.limit_error`).
+    kappa : float
+        Correlation of the noises of layers 1 and 2.
+    slope : float
+        ``lim q_12 / rho`` of :func:`cross_overlap` at ``alpha = rho alpha_bar``.
+    """
+
+    alpha_bar: float
+    mmse: tuple
+    kappa: float
+    slope: float
+
+
+def limit_cross_overlap(alpha_bar: float, c: float = 0.5) -> LimitCross:
+    r"""The first-order cross overlap of three hardmax layers (centred teachers) divided by ``rho``, as ``rho -> 0``.
+
+    At ``alpha = rho alpha_bar`` the errors tend to those of the limit map, ``E_l``, and ``q_l -> 1 - E_l``,
+    ``Q0 -> 1``; the moment matrix is ``F = F~(lambda)/sqrt(E E^T)``, ``lambda_l = (1 - E_l)/E_l``, so
+    ``rho Delta_l -> (F^{-1})_ll / alpha_bar`` and
+
+    .. math::  \frac{q_{12}}{\rho} \to \kappa\,\frac{E_1E_2\,\bar\alpha}{\sqrt{(F^{-1})_{11}(F^{-1})_{22}}},
+
+    finite: ``q_12 = O(rho)`` while ``E_l = O(1)``.  Where layers 1 and 2 are uninformed
+    (``E_1 = E_2 = 1``) this is ``-alpha_bar F~_12 (1 - theta_12^2)``; below the layer-3 onset the
+    tables' ``1 - theta_12^2 = 2e-3`` leave it near ``-1e-3 alpha_bar`` instead of 0.
+
+    Parameters
+    ----------
+    alpha_bar : float
+        ``alpha / rho``, ``> 0``.
+    c : float
+        Residual strength (:class:`~aimlib.channels.DeepAttention`).
+
+    Returns
+    -------
+    LimitCross
+    """
+    ch = DeepAttention(c, layers=3)
+    alpha_bar = v.positive("alpha_bar", alpha_bar)
+    E = limit_error(alpha_bar, ch.c, layers=3)
+    F = ch.moment_matrix(tuple(1.0 - E), (1.0,) * 3, 2, (0.0,) * 3)[:2, :2]
+    kappa = float(-F[0, 1] / math.sqrt(F[0, 0] * F[1, 1]))
+    if 1 - kappa * kappa <= SINGULAR:
+        return LimitCross(alpha_bar, tuple(map(float, E)), kappa, 0.0)
+    d1, d2, kappa = layer_noises(F, alpha_bar)
+    return LimitCross(alpha_bar, tuple(map(float, E)), kappa, cross_residual(E[:2], (d1, d2), kappa))
