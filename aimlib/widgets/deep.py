@@ -52,9 +52,9 @@ class _DeepPanel(Panel):
         ax.set_xscale("log")
         ax.minorticks_off()
         ax.set_ylim(-0.02, 1.05)
-        error_axes(ax, "lower left")
+        error_axes(ax, "best" if wishart else "lower left")
         if wishart:
-            ax.get_legend().set_title("GAMP-RIE's SE without q₁₂ (with it:\ntoo slow to draw live)",
+            ax.get_legend().set_title("GAMP-RIE's separable SE, q₁₂ left out\n(the SE with q₁₂: too slow to draw live)",
                                       prop={"size": "small"})
         return fig
 
