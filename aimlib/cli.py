@@ -7,6 +7,12 @@ Commands
 
         python -m aimlib se --channel softmax --T 2 --rho 0.5 --alpha 0.05 0.1
 
+    Where the layers' output has cross terms (two deep-hardmax layers of Wishart teachers, three
+    layers) the errors are GAMP-RIE's separable state evolution, followed by the oracle's (two layers)
+    and the cross overlap of layers 1 and 2: ``--cross first-order`` (``q_12``) or ``iterated`` (also
+    ``mmse_1_cross, mmse_2_cross, q_12_cross``, by Monte Carlo, ``--draws``, ``--seed``; the default for
+    two layers), :mod:`aimlib.cli_deep`.
+
 ``threshold``
     The perfect-recovery ``alpha_PR`` of the softmax/linear channels, the hardmax
     weak-recovery threshold in ``alpha/rho`` (``--rho 0``), the ``rho -> 0`` onsets of
@@ -84,6 +90,7 @@ from .channels import deep_hardmax, make_channel
 from .channels.registry import CHANNELS, capabilities
 from .cli_checks import (RANGES, Once, Parser, check_channel_options, check_gd, check_numbers, check_samples,
                          gd_advice, gd_arguments, gd_options, token_law_type)
+from .cli_deep import cross_arguments, cross_mode, deep_columns
 from .cli_output import columns, fmt, print_gd_row, print_row, print_table, tabulate_with_progress, values
 from .cli_sweep import sweep_arguments, sweep_run
 from .cluster import TLS_HELP, check_scheduler
@@ -134,8 +141,8 @@ def _add_rho(p):
                         "wishart ones (their layers share the index of sqrt(rho) I), and for three layers, "
                         "se prints the separable state evolution of GAMP-RIE with one denoiser per layer "
                         "(mmse_l; not established as a bound on the Bayes error), for two layers also the "
-                        "oracle given the other (oracle_l, a lower bound) and the cross overlap q_12 that "
-                        "the layers' correlated noises create, which mmse_l leaves out")
+                        "oracle given the other (oracle_l, a lower bound), and the cross overlap of layers 1 "
+                        "and 2 that the layers' correlated noises create, which mmse_l leaves out (--cross)")
 
 
 def _add_common(p):
@@ -176,15 +183,16 @@ def _se_arguments(p):
                    help="sample complexities alpha = n/d^2 >= 0")
     p.add_argument("--method", default="auto", choices=["auto", "closed", "iterate"],
                    help="closed form (noiseless softmax/linear) or SE iteration (default: auto)")
+    cross_arguments(p, RANGES["draws"], RANGES["seed"])
 
 
 def _se_run(args) -> int:
     """CSV ``alpha,mmse,q`` per layer; where the layers have cross terms the ``mmse`` columns are
-    GAMP-RIE's, for two layers ``oracle_l`` columns give the oracle's (a lower bound), and ``q_12`` the
-    cross overlap of layers 1 and 2 that GAMP-RIE's correlated noises create
-    (:func:`aimlib.state_evolution.cross_overlap`)."""
+    GAMP-RIE's separable state evolution, and the cross overlap of layers 1 and 2 follows, with the
+    oracle's errors for two layers (:func:`aimlib.cli_deep.deep_columns`, ``--cross``)."""
     ch = _channel(args)
     priors = _priors(args, ch)
+    mode = cross_mode(args, ch, priors if ch.n_indices > 1 else (priors,))   # refusals before any work
     res = se.curve(args.alpha, ch, T=args.T, rho=priors, method=args.method)
     if ch.square:      # one index matrix of two sectors: its error, overlap and the error of each part
         print_table(["alpha", "mmse", "q"] + [f"mmse_{s}" for s in ch.sectors],
@@ -192,14 +200,9 @@ def _se_run(args) -> int:
         return 0
     head = ["alpha"] + columns("mmse", ch.n_indices) + columns("q", ch.n_indices)
     rows = [[a, *values(m), *values(q)] for a, m, q in zip(res.alpha, res.mmse, res.q)]
-    if res.prediction == "separable-gamp" and ch.n_indices == 2:
-        head += columns("oracle", ch.n_indices)
-        rows = [row + [se.oracle_fixed_point(float(a), ch, ell, T=args.T, rho=priors).mmse
-                       for ell in range(1, ch.n_indices + 1)] for a, row in zip(res.alpha, rows)]
-    if res.prediction == "separable-gamp":
-        head += ["q_12"]
-        rows = [row + [se.cross_overlap(float(a), q, m, ch, priors, args.T).q_12]
-                for a, row, q, m in zip(res.alpha, rows, res.q, res.mmse)]
+    if mode is not None:
+        more, extra = deep_columns(args, ch, priors, res, mode)
+        head, rows = head + more, [row + x for row, x in zip(rows, extra)]
     print_table(head, rows)
     return 0
 

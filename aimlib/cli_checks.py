@@ -166,6 +166,8 @@ RANGES = {
     "layers": number(1, kind=int),
     "d": number(2, kind=int),
     "seed": number(0, kind=int),
+    # se --cross iterated: at least ten batches of 100 draws; 2e6 draws hold about 2 GB (0.8 kB a draw, measured)
+    "draws": number(1000, 2_000_000, kind=int, shown="an integer in [1000, 2000000]"),
     "positive_int": number(1, kind=int),                # --max-iter, --restarts, --steps, --rank
     "weight_decay": number(0, 1e6),
     "lr": number(0, low_open=True),                     # gd's step (aimlib.gd.optim.make_optimizer)

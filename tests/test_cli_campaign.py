@@ -14,7 +14,8 @@ solver failure (exit 1): never a traceback, a NaN, or an error outside
   run that exits 0 has its measured error consistent with the predicted ``m``
   (the contract of :func:`aimlib.amp.gamp_rie`);
 * ``deep``: the deep-hardmax channel (``--layers``, ``--c`` near and at its collisions, ``--teachers``,
-  one width ratio per layer or not) in ``se``, ``threshold`` and ``amp`` (issue 36, items 7, 8, 11);
+  one width ratio per layer or not) in ``se``, ``threshold`` and ``amp`` (issue 36, items 7, 8, 11), with
+  ``se``'s ``--cross``, ``--draws`` and ``--seed`` (issue 38, item 4);
 * ``surfaces``: ``--tokens-storage``, ``--scheduler`` and ``--shards`` of ``amp``, and ``sweep`` on
   spec paths that are missing, a folder or a device (issue 36, items 1, 2, 8, 11).
 
@@ -121,6 +122,9 @@ def _deep(draw):
         args += ["--rho"] + [draw(st.sampled_from(["0.5", "0.5", "1", "0", "2e3"])) for _ in range(count)]
     if command != "threshold":
         args += ["--alpha", draw(st.sampled_from(["0.1", "1", "1", "0", "1e300"]))]
+    if command == "se":       # the cross overlap: first order, or iterated on few draws (the default 1e5 take ~10 s)
+        args += draw(st.sampled_from([["--cross", "first-order"], ["--draws", "1000"], ["--cross", "nope"], [],
+                                      ["--draws", "2000", "--seed", "1"], ["--cross", "iterated", "--draws", "10"]]))
     if command == "amp":
         args += ["--d", draw(st.sampled_from(["8", "12"])), "--max-iter", "30", "--on-max-iter", "return"]
     return args

@@ -387,7 +387,7 @@ def test_wishart_teachers_get_the_separable_bound_and_the_oracle_bound():
 
 def test_the_cli_prints_gamp_oracle_and_cross_overlap_columns_for_wishart_teachers(capsys):
     assert cli.main(["se", "--channel", "deep-hardmax", "--layers", "2", "--rho", "0.5", "0.5", "--c", "0.5",
-                     "--alpha", "0.5"]) == 0
+                     "--alpha", "0.5", "--cross", "first-order"]) == 0
     header, row = capsys.readouterr().out.strip().splitlines()
     assert header == "alpha,mmse_1,mmse_2,q_1,q_2,oracle_1,oracle_2,q_12"
     upper = se.fixed_point(0.5, DeepAttention(c=0.5), T=2, rho=(0.5, 0.5), tol=1e-12).mmse

@@ -223,7 +223,7 @@ def test_noise_panel_messages():
 def test_deep_panel_data_match_the_two_layer_state_evolution():
     """The panel draws the state evolution of centred teachers (exact for two hardmax layers)."""
     from aimlib.channels import DeepAttention
-    from aimlib.priors import Centred
+    from aimlib.priors import Centred, Wishart
 
     p = aw.deep_panel(c=0.5, alpha_range="0.1, 2")
     assert p.error == "" and p.last_png.startswith(PNG)
@@ -246,6 +246,11 @@ def test_deep_panel_data_match_the_two_layer_state_evolution():
     upper = se.fixed_point(d["alpha"][i], DeepAttention(c=0.5), T=2, rho=(0.5, 0.5), tol=1e-10)
     assert upper.prediction == "separable-gamp"
     assert (d["mmse_1"][i], d["mmse_2"][i]) == pytest.approx(upper.mmse, abs=1e-6)
+    # its first-order cross overlap, read out in the legend, which says the SE that carries it is not drawn
+    first = se.cross_overlap(d["alpha"][i], upper.q, upper.mmse, DeepAttention(c=0.5), (Wishart(0.5), Wishart(0.5)))
+    assert d["q_12"][i] == pytest.approx(first.q_12, abs=1e-5) and np.all(d["q_12"] < 0)
+    p.controls["teachers"].value = "centred"
+    assert np.all(p.last_data["q_12"] == 0.0)
 
 
 def test_untied_panel_data_match_both_state_evolutions():

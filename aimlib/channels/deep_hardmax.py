@@ -66,6 +66,12 @@ def check_residual(c: float, layers: int = 2) -> float:
                          "so nearly parallel that the orthant probabilities' gradients overflow)")
     return c
 
+def _known_parts(shared, q) -> tuple:
+    """The known parts ``s_l`` in ``[0, q_l]``; one above ``q_l`` by rounding only (``1e-12 (1 + q_l)``: a state
+    evolution's ``q = Q0 - mmse`` at an error within rounding of the prior's, ``q = rho`` then) is ``q_l``."""
+    return tuple(min(v.in_range(f"shared[{i}]", x, 0.0, q[i] + 1e-12 * (1 + q[i])), q[i]) for i, x in enumerate(shared))
+
+
 class DeepAttention(Channel):
     """``L`` attention layers: ``X_l = M_l X``, ``M_l = (c I + sigma(M_{l-1} h_l M_{l-1}^T)) M_{l-1}`` (residual ``c``,
     ``M_0 = I``) and ``y = sigma(M_{L-1} h_L M_{L-1}^T)``; for ``L = 2``,
@@ -223,7 +229,7 @@ class DeepAttention(Channel):
 
     def _shared(self, shared, q) -> tuple:
         """The known parts ``s_l`` (one per layer), each in ``[0, q_l]``; three layers take centred teachers only."""
-        s = tuple(v.in_range(f"shared[{i}]", x, 0.0, q[i]) for i, x in enumerate(self._per_index("shared", shared)))
+        s = _known_parts(self._per_index("shared", shared), q)
         if self.n_indices == 3 and any(s):
             raise NotImplementedError("DeepAttention(layers=3): teachers with a known part (Wishart) are not "
                                       f"implemented, got shared={s}; use centred teachers")
@@ -288,9 +294,7 @@ class DeepAttention(Channel):
         per layer, the errors ``V = Q0 - q`` and the known parts ``0 <= s_l <= q_l`` (``shared``: one
         value or one per layer)."""
         q, Q0, _, V = self._fisher_args(q, Q0, 2)
-        s = tuple(v.in_range(f"shared[{i}]", x, 0.0, q[i])
-                  for i, x in enumerate(np.broadcast_to(shared, (self.n_indices,))))
-        return q, Q0, V, s
+        return q, Q0, V, _known_parts(np.broadcast_to(shared, (self.n_indices,)), q)
 
     def output_moments(self, q, Q0, *, shared=0.0, cross: float = 0.0, n: int = 60_000, seed=0):
         r"""``F_{ll'} = 2 sum_{a<=b} Sigma_ab E[g_{l,ab} g_{l',ab}]`` by Monte Carlo, with standard errors.

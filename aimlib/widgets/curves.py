@@ -128,18 +128,24 @@ def spectrum_sample_cached(d: int, delta: float, rho: float, seed: int) -> dict:
 @functools.lru_cache(maxsize=64)
 def deep_curve_cached(c: float, rho1: float, rho2: float, lo: float, hi: float, n: int,
                       teachers: str = "centred") -> tuple:
-    """``(alphas, E_1, E_2)`` of the two-layer state evolution on a log grid (cached; arguments rounded).
+    """``(alphas, E_1, E_2, q_12)`` of the two-layer state evolution on a log grid (cached; arguments rounded).
 
-    Centred teachers (:class:`aimlib.priors.Centred`): the Bayes error (exact).  Wishart
-    teachers, whose layers share the index of ``sqrt(rho) I``: the state evolution of GAMP-RIE
-    with one denoiser per layer, the cross overlap of its layers left out (book, chapter "Deep attention").
+    Centred teachers (:class:`aimlib.priors.Centred`): the Bayes error (exact), ``q_12 = 0``.  Wishart
+    teachers, whose layers share the index of ``sqrt(rho) I``: the separable state evolution of GAMP-RIE
+    with one denoiser per layer, the cross overlap of its layers left out, and ``q_12`` that cross overlap
+    to first order at each point (:func:`aimlib.state_evolution.cross_overlap`, instant).  The state
+    evolution that carries it (:func:`aimlib.state_evolution.cross_fixed_point.cross_fixed_point`) takes
+    seconds of Monte Carlo per point, too slow for a panel (book, chapter "Deep attention").
     """
     alphas = _alpha_grid(lo, hi, "log", n)
-    priors = make_priors(DeepAttention(c=c), (rho1, rho2), teachers)
-    mmse = se.curve(alphas, DeepAttention(c=c), T=2, rho=priors, tol=1e-8).mmse
-    for a in (alphas, mmse):
+    ch = DeepAttention(c=c)
+    priors = make_priors(ch, (rho1, rho2), teachers)
+    res = se.curve(alphas, ch, T=2, rho=priors, tol=1e-8)
+    q_12 = np.array([se.cross_overlap(float(a), q, m, ch, priors).q_12 if res.prediction == "separable-gamp" else 0.0
+                     for a, q, m in zip(alphas, res.q, res.mmse)])
+    for a in (alphas, res.mmse, q_12):
         a.setflags(write=False)
-    return alphas, mmse[:, 0], mmse[:, 1]
+    return alphas, res.mmse[:, 0], res.mmse[:, 1], q_12
 
 
 def clear_caches() -> None:
