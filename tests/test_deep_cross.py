@@ -164,6 +164,38 @@ def test_the_cross_overlap_script_runs_the_sweeps_data_sets(monkeypatch):
     assert row["e_12"] < 0 and abs(row["q_12"] - row["e_12"] - row["s_12"]) < 0.05
 
 
+def test_the_d400_runs_are_those_their_made_by_line_names(monkeypatch):
+    """book/data/deep_cross_overlap_d400.csv: its rows are exactly the (alpha, d, seed) of the commands on
+    its ``# made by:`` line (read by the script's own parser, and rebuilt from it), each run stopped by its
+    own rule before the cap (tol or oscillating), and the teachers of a seed are the same at every alpha
+    (the data sets of the sweep: s_12 to the last digit).  Cauchy-Schwarz bounds e_12 by the errors."""
+    import csv
+    import shlex
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.syspath_prepend(str(root / "scripts"))
+    import deep_cross_overlap as script
+    name = "book/data/deep_cross_overlap_d400.csv"
+    with open(root / name, newline="") as fh:
+        made_by = fh.readline().removeprefix("# made by: ").strip()
+        rows = list(csv.DictReader(fh))
+    named = set()
+    for cmd in made_by.split("; "):
+        words = shlex.split(cmd.removeprefix(script.COMMAND))
+        at = words.index("--out")
+        assert words[at + 1] == name
+        args = script.parser().parse_args(words[:at] + words[at + 2:])
+        args.out = name
+        assert script.command(args) == cmd
+        named |= {(a, d, s) for d in args.d for a in args.alpha for s in args.seeds}
+    assert sorted((float(r["alpha"]), int(r["d"]), int(r["seed"])) for r in rows) == sorted(named)
+    assert all(r["reason"] in ("tol", "oscillating") and int(r["iterations"]) < script.MAX_ITER for r in rows)
+    for s in {r["seed"] for r in rows}:
+        assert len({r["s_12"] for r in rows if r["seed"] == s}) == 1
+    for r in rows:
+        assert float(r["e_12"]) ** 2 <= float(r["mmse_1"]) * float(r["mmse_2"]) and abs(float(r["kappa_R"])) < 1
+
+
 THREE = DeepAttention(0.5, layers=3)
 CENTRED3 = (Centred(0.5),) * 3
 
