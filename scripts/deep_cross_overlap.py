@@ -15,9 +15,11 @@ each noise along the other layer's centred teacher, ``a_12 = Tr((R_1 - S_1) C_2)
 and ``a_21``, and ``e_12_clean``, the residual cross-covariance of the two RIE outputs once both
 teachers' parts ``a_lk C_k`` are taken out of each ``R_l``; the run's ``iterations``,
 ``reason`` and ``seconds``.  About 11 minutes on one core at
-``d = 200`` (all three alphas, four seeds); at ``d = 400`` a run takes 2.5 (``alpha = 0.3``)
-to 30 (``alpha = 1``) minutes.  GAMP-RIE runs with its full Onsager matrix
-(:func:`aimlib.amp.steps.onsager_rows`)::
+``d = 200`` (all three alphas, four seeds); at ``d = 400`` a run took 2 to 4 (``alpha = 0.3``),
+8 (``alpha = 0.5``) and 25 (``alpha = 1``) minutes on one core shared with other work.
+GAMP-RIE runs with its full Onsager matrix (:func:`aimlib.amp.steps.onsager_rows`).
+``--append`` adds rows to an existing ``--out``; its ``# made by:`` line then needs the new
+command added by hand (``tests/test_deep_cross.py`` checks the rows against it)::
 
     python scripts/deep_cross_overlap.py [--out book/data/deep_cross_overlap.csv]
         [--d 200 ...] [--alpha 0.3 0.5 1 ...] [--seeds 0 1 2 3 ...] [--append]
