@@ -15,12 +15,14 @@ each noise along the other layer's centred teacher, ``a_12 = Tr((R_1 - S_1) C_2)
 and ``a_21``, and ``e_12_clean``, the residual cross-covariance of the two RIE outputs once both
 teachers' parts ``a_lk C_k`` are taken out of each ``R_l``; the run's ``iterations``,
 ``reason`` and ``seconds``.  About 11 minutes on one core at
-``d = 200`` (all three alphas, four seeds); at ``d = 400`` a run takes 2.5 (``alpha = 0.3``)
-to 30 (``alpha = 1``) minutes.  GAMP-RIE runs with its full Onsager matrix
-(:func:`aimlib.amp.steps.onsager_rows`)::
+``d = 200`` (all three alphas, four seeds); at ``d = 400`` a run took 2 to 4 (``alpha = 0.3``),
+8 (``alpha = 0.5``) and 25 (``alpha = 1``) minutes on one core shared with other work.
+GAMP-RIE runs with its full Onsager matrix (:func:`aimlib.amp.steps.onsager_rows`).
+``--append`` adds rows to an existing ``--out``; its ``# made by:`` line then needs the new
+command added by hand (``tests/test_deep_cross.py`` checks the rows against it)::
 
     python scripts/deep_cross_overlap.py [--out book/data/deep_cross_overlap.csv]
-        [--d 200 ...] [--alpha 0.3 0.5 1 ...] [--seeds 0 1 2 3 ...]
+        [--d 200 ...] [--alpha 0.3 0.5 1 ...] [--seeds 0 1 2 3 ...] [--append]
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ from aimlib.backend import to_host
 from aimlib.amp import gamp_rie
 from aimlib.channels import DeepAttention
 from aimlib.model import matrix_overlap, sample_dataset
-from _rows import data_parser, write_rows
+from _rows import DATA, data_parser, write_rows
 
 COMMAND = "python scripts/deep_cross_overlap.py"
 C, RHO, T, MAX_ITER = 0.5, (0.5, 0.5), 2, 600
@@ -70,14 +72,31 @@ def run(alpha: float, d: int, seed: int) -> dict:
             "seconds": round(res.seconds, 1)}
 
 
+def parser():
+    """The command line: ``--out``, ``--d``, ``--alpha``, ``--seeds`` and ``--append``."""
+    p = data_parser(__doc__, "deep_cross_overlap.csv")
+    p.add_argument("--d", type=int, nargs="+", default=[200])
+    p.add_argument("--alpha", type=float, nargs="+", default=[0.3, 0.5, 1.0])
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3])
+    p.add_argument("--append", action="store_true", help="add the rows after those already in --out")
+    return p
+
+
 def main(argv=None) -> int:
-    parser = data_parser(__doc__, "deep_cross_overlap.csv")
-    parser.add_argument("--d", type=int, nargs="+", default=[200])
-    parser.add_argument("--alpha", type=float, nargs="+", default=[0.3, 0.5, 1.0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3])
-    args = parser.parse_args(argv)
+    args = parser().parse_args(argv)
     rows = (run(a, d, s) for d in args.d for a in args.alpha for s in args.seeds)
-    return write_rows(args.out, COMMAND, COLUMNS, rows)
+    return write_rows(args.out, command(args), COLUMNS, rows, append=args.append)
+
+
+def command(args) -> str:
+    """The ``# made by:`` command: ``COMMAND`` and the options that differ from their defaults."""
+    parts = [COMMAND]
+    for name, default in (("d", [200]), ("alpha", [0.3, 0.5, 1.0]), ("seeds", [0, 1, 2, 3])):
+        if vars(args)[name] != default:
+            parts.append(f"--{name} " + " ".join(f"{x:g}" for x in vars(args)[name]))
+    if args.out != str(DATA / "deep_cross_overlap.csv"):
+        parts.append(f"--out {args.out}")
+    return " ".join(parts + ["--append"] * args.append)
 
 
 if __name__ == "__main__":
