@@ -41,9 +41,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validate as v
+from .errors import ConvergenceError
 
-__all__ = ["STOPS", "Verdict", "StepRule", "WindowRule", "Iterated", "iterate_map", "CYCLE_RATIO", "CYCLE_RATE",
-           "WANDER_GROWTH", "SETTLED"]
+__all__ = ["STOPS", "Verdict", "StepRule", "WindowRule", "Iterated", "iterate_map", "taken_further", "CYCLE_RATIO",
+           "CYCLE_RATE", "WANDER_GROWTH", "SETTLED"]
 
 #: the stopping rules of :func:`~aimlib.amp.gamp_rie` (:class:`~aimlib.amp.loop.StopRules`); ``'window'`` is
 #: :class:`WindowRule`
@@ -286,3 +287,34 @@ def iterate_map(F, x0, bound: float, *, rule: str = "step", damping: float = 0.0
         if verdict.state in ("converged", "oscillating"):
             break
     return Iterated(x, t, verdict, np.asarray(trace))
+
+
+def taken_further(step, x, further: int, tol: float, what: str, *, callback=None, start: int = 0) -> list:
+    r"""Take a converged iterate ``further`` iterations on, as the check of its convergence.
+
+    ``x_0 = x``, ``x_{k+1} = step(x_k)`` (``step`` the whole update, damping included); every
+    ``x_k`` must stay within ``tol`` of ``x``, ``max_k ||x_k - x||_inf <= tol``, else the iteration
+    had stopped on a slow mode short of its fixed point.  ``callback(start + k, x_k)`` is called after
+    every iteration.
+
+    Returns
+    -------
+    list of ndarray
+        ``x_0, ..., x_further``.
+
+    Raises
+    ------
+    ConvergenceError
+        An iterate more than ``tol`` from ``x``; the message starts with ``what``.
+    """
+    further = v.integer("further", further, minimum=1)
+    kept = [np.asarray(x, dtype=float)]
+    for k in range(1, further + 1):
+        kept.append(np.asarray(step(kept[-1]), dtype=float))
+        if callback is not None:
+            callback(start + k, kept[-1])
+    drift = max(float(np.max(np.abs(k - kept[0]))) for k in kept)
+    if drift > tol:
+        raise ConvergenceError(f"{what} moved {drift:.3g} > tol={tol:g} within {further} iterations after it had "
+                               "converged")
+    return kept

@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from aimlib.iteration import WindowRule
+from aimlib.errors import ConvergenceError
+from aimlib.iteration import WindowRule, taken_further
 
 
 def _run(xs, bound, window=10, atol=0.0, limit=0.0, span=None):
@@ -183,3 +184,20 @@ def test_the_state_evolution_takes_the_window_rule():
     assert abs(window.mmse - exact) <= 1e-7 < 1e-5 < abs(step.mmse - exact)
     assert window.iterations > step.iterations
     assert fixed_point(1.0, "hardmax", tol=1e-12, stop="window").mmse == pytest.approx(exact, abs=1e-11)
+
+
+def test_taken_further_refuses_a_slow_mode_and_keeps_a_fixed_point():
+    """A map contracting by 0.99 per step stops on the step rule far from its fixed point 0; taken
+    further it moves by more than the tolerance.  A map contracting by 0.1 stays within it."""
+    slow = iterate_map(lambda x: 0.99 * x, np.array([1.0]), 1e-3)
+    assert slow.verdict.converged and slow.x[0] > 0.05
+    with pytest.raises(ConvergenceError, match="the slow map moved"):
+        taken_further(lambda x: 0.99 * x, slow.x, 10, 4e-3, "the slow map")
+    fast = iterate_map(lambda x: 0.1 * x, np.array([1.0]), 1e-6)
+    seen = []
+    kept = taken_further(lambda x: 0.1 * x, fast.x, 3, 4e-6, "the fast map",
+                         callback=lambda t, x: seen.append(t), start=fast.iterations)
+    assert len(kept) == 4 and kept[0] == fast.x
+    assert seen == [fast.iterations + 1, fast.iterations + 2, fast.iterations + 3]
+    with pytest.raises(ValueError, match="further"):
+        taken_further(lambda x: x, fast.x, 0, 1e-3, "a map")

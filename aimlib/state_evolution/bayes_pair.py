@@ -42,6 +42,7 @@ from ..channels.deep_bayes_cross import bayes_moment_matrix, bayes_moments_direc
 from ..errors import ConvergenceError
 from ..priors.correlated import gaussian_pair, layer_noises
 from ..priors.joint import sample_joint
+from ..iteration import iterate_map, taken_further
 from .fixed_point import components
 
 __all__ = ["PriorStep", "BayesPairPoint", "sampled_prior_side", "gaussian_prior_side", "bayes_pair_step",
@@ -216,51 +217,31 @@ def bayes_pair_fixed_point(alpha: float, channel, priors, init, prior_side, *, d
     max_iter, further = v.integer("max_iter", max_iter, minimum=1), v.integer("further", further, minimum=1)
     x = _check_state(init, V0)
     shared = tuple(p.mean_square() for p in priors)
-    zero_cache = {}
+    zero_cache, last = {}, {}
 
-    def step(x):
+    def evaluate(x):
+        """The undamped map at ``x``; the step's noises and moments are kept for the result."""
         q = tuple(float(a) for a in Q0 - x[:2])
         if q not in zero_cache and not separable:
             zero_cache.clear()
             zero_cache[q] = bayes_moments_direct(channel.c, q, tuple(Q0), shared, 0.0)
         out, F, noises = bayes_pair_step(alpha, channel, priors, x, prior_side, direct_zero=zero_cache.get(q),
                                          separable=separable)
-        return damping * x + (1 - damping) * out.x, out, F, noises
+        last["step"] = (out, F, noises)
+        return out.x
 
-    trace, converged, kept, (out, F, noises) = _iterate(step, x, alpha, tol, max_iter, further, progress)
+    run = iterate_map(evaluate, x, tol / 4, damping=damping, max_iter=max_iter, callback=progress)
+    if not run.verdict.converged:
+        raise ConvergenceError(f"the coupled Bayes state evolution at alpha={alpha:g} did not converge within "
+                               f"max_iter={max_iter} ({run.verdict.state}, last step {run.verdict.distance:.3g} > "
+                               f"tol/4={tol / 4:g}); raise max_iter, damping or tol")
+    kept = taken_further(lambda x: damping * x + (1 - damping) * evaluate(x), run.x, further, tol,
+                         f"the coupled Bayes state evolution at alpha={alpha:g}", callback=progress,
+                         start=run.iterations)
+    out, F, noises = last["step"]
+    trace, converged = np.vstack([run.trace, kept[1:]]), run.iterations
     point = np.mean(kept, axis=0)
     return BayesPairPoint(alpha=alpha, mmse=(float(point[0]), float(point[1])),
                           q=tuple(float(a) for a in Q0 - point[:2]), e_12=float(point[2]), q_12=-float(point[2]),
                           stderr=out.stderr, spread=float(max(np.max(np.abs(k - kept[0])) for k in kept)),
                           deltas=noises[:2], kappa=noises[2], F=F, iterations=converged, trace=trace)
-
-
-def _iterate(step, x, alpha, tol, max_iter, further, progress) -> tuple:
-    """The damped iteration of :func:`bayes_pair_fixed_point` and its ``further`` check: ``(trace, iterations,
-    kept iterates, last step's (PriorStep, F, noises))``."""
-    trace, converged, moved = [x], None, math.inf
-    for t in range(max_iter):
-        new, *last = step(x)
-        trace.append(new)
-        if progress is not None:
-            progress(t + 1, new)
-        moved, x = float(np.max(np.abs(new - x))), new
-        if moved <= tol / 4:
-            converged = t + 1
-            break
-    if converged is None:
-        raise ConvergenceError(f"the coupled Bayes state evolution at alpha={alpha:g} did not converge within "
-                               f"max_iter={max_iter} (last step {moved:.3g} > tol/4={tol / 4:g}); raise max_iter, "
-                               "damping or tol")
-    kept = [x]
-    for t in range(further):
-        x, *last = step(x)
-        trace.append(x)
-        kept.append(x)
-        if progress is not None:
-            progress(converged + t + 1, x)
-    spread = float(max(np.max(np.abs(k - kept[0])) for k in kept))
-    if spread > tol:
-        raise ConvergenceError(f"the coupled Bayes state evolution at alpha={alpha:g} moved {spread:.3g} > "
-                               f"tol={tol:g} within {further} iterations after it had converged")
-    return np.array(trace), converged, kept, tuple(last)

@@ -43,7 +43,7 @@ from .. import _validate as v
 from ..channels.base import Channel
 from ..channels.deep_moments import response_moments
 from ..errors import ConvergenceError
-from ..iteration import iterate_map
+from ..iteration import iterate_map, taken_further
 from ..priors.correlated import cross_residual, layer_noises
 from .fixed_point import components
 
@@ -174,9 +174,15 @@ def cross_fixed_point(alpha: float, channel, priors, init, *, side=None, damping
     x0 = np.array([v.in_range(f"init[{i}]", x, 0.0, V0[i]) for i, x in enumerate(init[:2])]
                   + [v.real("init[2]", init[2])])
     further = v.integer("further", further, minimum=1)
+    last = {}
 
     def at(x):
-        return side(tuple(Q0 - x[:2]), tuple(Q0), float(x[2]))
+        """The channel side at ``x``; the last one is kept, so the further check starts from it."""
+        key = tuple(x)
+        if key not in last:
+            last.clear()
+            last[key] = side(tuple(Q0 - x[:2]), tuple(Q0), float(x[2]))
+        return last[key]
 
     run = iterate_map(lambda x: _prior_side(alpha, priors, at(x)), x0, v.positive("tol", tol) / 4, damping=damping,
                       max_iter=max_iter)
@@ -185,13 +191,8 @@ def cross_fixed_point(alpha: float, channel, priors, init, *, side=None, damping
                                f"max_iter={max_iter} ({run.verdict.state}, last change "
                                f"{run.verdict.distance:.3g} > tol/4={tol / 4:g}); raise max_iter or damping")
     final = at(run.x)
-    x, drift = run.x, 0.0
-    for t in range(further):
-        x = damping * x + (1 - damping) * _prior_side(alpha, priors, final if t == 0 else at(x))
-        drift = max(drift, float(np.max(np.abs(x - run.x))))
-    if drift > tol:
-        raise ConvergenceError(f"the cross state evolution at alpha={alpha:g} moved {drift:.3g} > tol={tol:g} "
-                               f"within {further} iterations after it had converged")
+    taken_further(lambda x: damping * x + (1 - damping) * _prior_side(alpha, priors, at(x)), run.x, further, tol,
+                  f"the cross state evolution at alpha={alpha:g}")
     d1, d2, kappa = layer_noises(final.F, alpha)
     return CrossFixedPoint(alpha=alpha, mmse=tuple(map(float, run.x[:2])), q=tuple(map(float, Q0 - run.x[:2])),
                            e_12=float(run.x[2]), deltas=(d1, d2), kappa=kappa, mixing=final.mixing,
