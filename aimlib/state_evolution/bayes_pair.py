@@ -22,9 +22,9 @@ Only the layers' noises enter the prior side, and only ``(q, q_12)`` the channel
 ``x = (mmse_1, mmse_2, e_12) -> step(x)`` closes.  With ``q_12`` forced to zero and each layer
 denoised alone it is the separable state evolution of GAMP-RIE
 (:meth:`~aimlib.channels.DeepAttention.separable_fisher`).  The iteration is damped,
-``x <- damping x + (1 - damping) step(x)``, until a step moves no component by more than
-``tol/4``; then it is taken ``further`` iterations on, each of which must stay within ``tol`` of the
-converged iterate (else :class:`~aimlib.errors.ConvergenceError`), and the fixed point reported is
+``x <- damping x + (1 - damping) step(x)`` (:func:`~aimlib.iteration.iterate_map`), until a step moves
+every component by less than ``tol/4``; then it is taken ``further`` iterations on, each of which must
+stay within ``tol`` of the converged iterate (:func:`~aimlib.iteration.taken_further`), and the fixed point reported is
 the mean of the converged iterate and those further ones.  A sampled prior side draws the same
 instances at every step (common random numbers); what remains of its Monte Carlo in the fixed point
 is measured by repeats with independent instances.
