@@ -214,7 +214,7 @@ class RunStreams(NamedTuple):
 
     data: np.random.Generator       #: stream 0: teacher(s), training tokens, label noise
     test: np.random.Generator       #: stream 1: the tokens of a test set
-    student: object                 #: stream 2: initialisations, mini-batches (an int for an int seed)
+    student: object                 #: stream 2: initialisations, mini-batches, denoisers' draws (int seed: an int)
 
 
 #: the student stream of an int seed ``s`` is the seed ``STUDENT_SEED[0] * s + STUDENT_SEED[1]``
@@ -234,7 +234,8 @@ def run_streams(seed) -> RunStreams:
     ``test`` (stream 1)
         the tokens of a test set;
     ``student`` (stream 2)
-        the students' initialisations and the algorithm's own randomness (mini-batches).
+        the students' initialisations and the algorithm's own randomness (mini-batches,
+        the draws of GAMP-RIE's denoisers: :meth:`aimlib.priors.base.Prior.seeded`).
 
     An int ``s`` gives ``data = default_rng([s, 0])`` and ``test = default_rng([s, 1])``
     (:func:`streams`).  ``default_rng([s, 0])`` draws what ``default_rng(s)`` draws

@@ -93,6 +93,22 @@ def test_equaliser_is_drawn_once_and_the_denoisers_validate():
         sampled.sector_mmse((0.3, 0.5))
 
 
+def test_seeded_priors_draw_from_the_seed_and_keep_their_settings():
+    """``seeded`` gives a fresh prior of the same law whose denoiser's draws come from the seed: two copies seeded
+    alike denoise alike, bit for bit (the equaliser; the chain), other seeds differ; a denoiser that draws nothing
+    is its own seeded copy."""
+    d, rho = 20, 0.5
+    S, R = u.sample_denoising_untied(d, rho, 0.3, seed=1)
+    for prior in (Rectangular(rho, seed=9), Rectangular(rho, "tuned"), Sampled(rho, n_steps=40, warmup=0.25)):
+        a, b, c = prior.seeded(4), prior.seeded(4), prior.seeded(5)
+        assert repr(a) == repr(prior) and a is not prior
+        Fa, Fb, Fc = (p.denoise(R, (0.2, 0.4))[0] for p in (a, b, c))
+        assert np.array_equal(Fa, Fb)
+        assert np.array_equal(Fa, Fc) == (prior.denoiser == "tuned" if isinstance(prior, Rectangular) else False)
+    gauss = make_prior(math.inf, "rectangular")
+    assert gauss.seeded(3) is gauss
+
+
 # ------------------------------------------------------------------ channel
 
 

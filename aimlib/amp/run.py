@@ -63,7 +63,10 @@ def run_amp(channel, T: int, rho, alpha: float, d: int, seed=None, *,
     seed : int, Generator or None
         Teacher, tokens and label noise (:func:`aimlib.model.sample_dataset`) come
         from stream 0 of :func:`aimlib._validate.run_streams`: the same teacher and
-        training data as :func:`aimlib.gd.run_gd` draws from this seed.
+        training data as :func:`aimlib.gd.run_gd` draws from this seed.  A denoiser
+        that draws (the equalising matrix of :class:`aimlib.priors.Rectangular`, the
+        chain of :class:`aimlib.priors.Sampled`) takes stream ``l`` of the ``student``
+        stream for layer ``l`` (:meth:`aimlib.priors.base.Prior.seeded`).
     backend : {'numpy', 'cupy'} or None
         Where the data and the iteration live.
     dtype : float32 or float64, optional
@@ -87,9 +90,11 @@ def run_amp(channel, T: int, rho, alpha: float, d: int, seed=None, *,
     d = v.integer("d", d, minimum=2)
     dt = float_dtype(dtype)
     module_named(backend)  # validates the backend name early
-    data = sample_dataset(alpha, d, T, rho, channel, v.run_streams(seed).data, backend=backend, dtype=dt,
+    streams = v.run_streams(seed)
+    data = sample_dataset(alpha, d, T, rho, channel, streams.data, backend=backend, dtype=dt,
                           tokens=tokens, teachers=teachers)
-    res = gamp_rie(data.X, data.y, channel, data.priors, S=data.S, dtype=dt, **options)
+    priors = [p.seeded(g) for p, g in zip(data.priors, v.streams(streams.student, len(data.priors)))]
+    res = gamp_rie(data.X, data.y, channel, priors, S=data.S, dtype=dt, **options)
     out = {"alpha": float(alpha), "d": d, "seed": v.seed_label(seed), "mmse": res.mmse,
            "iterations": res.iterations, "seconds": res.seconds, "T": T, "rho": data.rho,
            "n": int(data.n), "channel": repr(channel), "converged": res.converged,

@@ -119,6 +119,15 @@ class Prior:
         """
         raise NotImplementedError
 
+    def seeded(self, seed) -> "Prior":
+        """This prior with its denoiser's own draws taken from ``seed`` (int, Generator or None).
+
+        A denoiser that draws nothing (a closed form, an RIE) is its own seeded copy:
+        this returns ``self``.  :func:`aimlib.amp.run_amp` seeds every prior of a run
+        from the run's seed, so a run is reproducible whatever its denoiser.
+        """
+        return self
+
 
 def extend_mmse(base, delta: float, limit: float) -> float:
     r"""``base(Delta)`` inside ``DELTA_RANGE``; exact ends ``0`` and ``limit``; asymptotics beyond.

@@ -209,6 +209,10 @@ class Rectangular(FactorProduct):
         self._rng = v.generator(seed)
         self._Z = None
 
+    def seeded(self, seed) -> "Rectangular":
+        """A fresh prior of the same law and denoiser whose equalising matrix is drawn from ``seed``."""
+        return Rectangular(self.rho, self.denoiser, seed)
+
     def _params(self) -> str:
         return super()._params() + ("" if self.denoiser == "equalised" else f", denoiser={self.denoiser!r}")
 

@@ -115,12 +115,17 @@ class Sampled(FactorProduct):
     def __init__(self, rho: float = 0.5, seed=None, n_steps: int = 200, warmup: float = 0.3):
         super().__init__(rho)
         self.n_steps = v.integer("n_steps", n_steps, minimum=20)
-        self.n_warmup = int(v.in_range("warmup", warmup, 0.0, 0.9) * self.n_steps)
+        self.warmup = v.in_range("warmup", warmup, 0.0, 0.9)
+        self.n_warmup = int(self.warmup * self.n_steps)
         if self.n_steps - self.n_warmup < N_BATCHES:
             raise ValueError(f"n_steps and warmup must keep at least {N_BATCHES} draws after the warm-up "
                              f"(one per batch), got n_steps={self.n_steps}, warmup={warmup}")
         self._rng = v.generator(seed)
         self._chain = None
+
+    def seeded(self, seed) -> "Sampled":
+        """A fresh prior with the same chain settings whose start and chain are drawn from ``seed``."""
+        return Sampled(self.rho, seed, self.n_steps, self.warmup)
 
     def _params(self) -> str:
         return super()._params() + f", n_steps={self.n_steps}, warmup={self.n_warmup / self.n_steps:g}"
