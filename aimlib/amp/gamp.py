@@ -166,9 +166,11 @@ def gamp_rie(X, y, channel: Channel, rho, *, S=None, damping: float = 0.5, max_i
         Outputs of ``channel``, ``(n, T, T)`` for one index per sample.
     channel : aimlib.channels.Channel
         Provides ``g_out`` (one RIE denoiser runs per index matrix it reads).
-    rho : float, Prior, or a sequence of ``L`` of them
+    rho : float, Prior, a sequence of ``L`` of them, or a JointPair
         The teachers' priors (:mod:`aimlib.priors`; a width ratio is the Wishart prior,
-        ``inf`` the Gaussian one); each layer's prior step is its ``denoise``.
+        ``inf`` the Gaussian one); each layer's prior step is its ``denoise``.  A
+        :class:`~aimlib.priors.joint_pair.JointPair` (two Wishart ``deep-hardmax`` layers,
+        ``T = 2``) denoises the two layers together, by sampling.
     S : array (d, d) or (L, d, d), optional
         Teacher, used only to report errors and to check the final state.
     damping, damp : float in [0, 1), {'both', 'state', 'messages'}
@@ -235,6 +237,8 @@ def gamp_rie(X, y, channel: Channel, rho, *, S=None, damping: float = 0.5, max_i
     rec = _Recorder(trace, p.S is not None)
     if scheduler is None and shards is not None:
         raise ValueError("shards needs a scheduler ('local', an address or a distributed.Client)")
+    if scheduler is not None and p.joint is not None:
+        raise ValueError(f"rho={p.joint!r}: the joint denoiser runs in one process (scheduler must be None)")
     with contextlib.nullcontext() if scheduler is None else sharded(p, scheduler, shards):
         t0 = time.perf_counter()
         S_hat, V, delta, t, reason, change, verdict = iterate(p, rec, rules, _init_m(p, init_m), callback)

@@ -28,7 +28,7 @@ from .. import _validate as v
 from ..backend import to_host
 from ..channels import sigma2
 from .problem import make_problem
-from .steps import channel_step, initial_state, onsager_rows, pair_weights, prior_step
+from .steps import channel_step, initial_state, pair_weights, prior_step
 
 __all__ = ["LeaveOneOut", "leave_one_out"]
 
@@ -59,8 +59,7 @@ def _iterate(p, iterations):
     S_hat, V, V_ons, g_prev, g_new = initial_state(p)
     for t in range(1, iterations + 1):
         delta, R, _, cov = channel_step(p, S_hat, V, V_ons, g_prev, g_new, t)
-        S_hat, V, ons = prior_step(p, R, delta)
-        V_ons = onsager_rows(ons, delta, cov)
+        S_hat, V, V_ons = prior_step(p, R, delta, cov=cov)
         g_prev, g_new = g_new, g_prev
     return S_hat, R, delta, cov, np.array(V_ons), g_prev
 

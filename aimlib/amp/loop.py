@@ -11,7 +11,7 @@ from ..errors import ConvergenceError
 from ..iteration import STOPS, Verdict, WindowRule
 from ..model import estimation_error
 from .square_step import square_channel_step
-from .steps import DELTA_MIN, channel_step, initial_state, onsager_rows, prior_step
+from .steps import DELTA_MIN, channel_step, initial_state, prior_step
 
 __all__ = ["StopRules", "BlockDrift", "STOPS", "IterationState", "PastIterates", "CYCLE_SPAN", "SKETCH",
            "STILL_FALLING", "recovering", "iterate", "layer_errors", "pack_layers", "per_layer", "stalled",
@@ -128,8 +128,7 @@ def iterate(p, rec, rules: StopRules, init_m=None, callback=None):
                     rec.add(m=m, m_new=m, delta=per_layer(delta), change=0.0, error=e_R, error_new=e_R,
                             noise_ratio=_noise_ratio(e_R, delta))
                     break
-                S_new, V_new, ons_new = prior_step(p, R, delta, noise)
-                ons_new = onsager_rows(ons_new, delta, cov)
+                S_new, V_new, ons_new = prior_step(p, R, delta, noise, cov)
             except ConvergenceError as exc:
                 raise ConvergenceError(f"GAMP-RIE diverged at iteration {t}: {exc} (m={pack_layers(m)}, "
                                        f"damping={p.damping}). Try a larger damping, check that y was "

@@ -9,7 +9,9 @@ from .. import _validate as v
 from ..backend import float_dtype, get_array_module, to_device
 from ..channels import Channel
 from ..index_map import IndexMap
+from ..channels.deep_hardmax import DeepAttention
 from ..priors import make_priors
+from ..priors.joint_pair import JointPair
 from ..tokens import TokenStream, draw_threads
 from .steps import chunk_size_for
 
@@ -24,7 +26,8 @@ class Problem:
     read ``X[s:s + chunk_size]`` in chunks aligned with the stream's); ``index`` is its index operator
     (:class:`~aimlib.index_map.IndexMap`, square for a square channel, ``channel.square``, in chunks of
     ``chunk_size``).  ``shards``, when set (:class:`~aimlib.amp.shards.Shards`), holds the samples' side
-    of the channel step on Dask workers.
+    of the channel step on Dask workers.  ``joint``, when set (:class:`~aimlib.priors.joint_pair.JointPair`,
+    passed as ``rho``), denoises the two layers together in place of their priors' ``denoise``.
     """
 
     xp: object
@@ -44,6 +47,7 @@ class Problem:
     damp_S: bool
     index: IndexMap
     shards: object = None
+    joint: object = None
 
 
 def _teachers(name, S, priors, d, xp, dt):
@@ -78,7 +82,8 @@ def make_problem(X, y, channel, rho, S, init, dtype, chunk_size, memory_mb, damp
         raise ValueError(f"y must hold one output per sample of X (n={n}), got shape {tuple(y.shape)}")
     if L == 1 and tuple(y.shape) != (n, T, T):
         raise ValueError(f"y must have shape {(n, T, T)} to match X, got {tuple(y.shape)}")
-    priors = make_priors(channel, rho)
+    joint = _joint_pair(rho, channel, T)
+    priors = make_priors(channel, rho if joint is None else joint.priors)
     damping = v.in_range("damping", damping, 0.0, 1.0)
     if damping >= 1.0:
         raise ValueError(f"damping must be in [0, 1), got {damping!r}")
@@ -96,4 +101,15 @@ def make_problem(X, y, channel, rho, S, init, dtype, chunk_size, memory_mb, damp
                    S=_teachers("S", S, priors, d, xp, dt), init=_teachers("init", init, priors, d, xp, dt),
                    channel=channel, priors=priors, dtype=dt, n=n, T=T, d=d, chunk_size=chunk_size,
                    damping=damping, damp_g=damp in ("messages", "both"), damp_S=damp in ("state", "both"),
-                   index=IndexMap(X, square=channel.square, chunk_size=chunk_size))
+                   index=IndexMap(X, square=channel.square, chunk_size=chunk_size), joint=joint)
+
+
+def _joint_pair(rho, channel, T: int):
+    """``rho`` if it is a :class:`~aimlib.priors.joint_pair.JointPair` (then the channel must be two
+    ``deep-hardmax`` layers at ``T = 2``, the law of its ``g_out`` with a cross term), else None."""
+    if not isinstance(rho, JointPair):
+        return None
+    if not (isinstance(channel, DeepAttention) and channel.n_indices == 2 and T == 2):
+        raise ValueError(f"rho={rho!r} (a joint denoiser of two layers) needs the two-layer deep-hardmax channel "
+                         f"at T = 2, got {channel!r} at T = {T}")
+    return rho

@@ -46,6 +46,7 @@ import numpy as np
 from .. import _validate as v
 from ..backend import to_host
 from ..channels import sigma2
+from ..channels.deep_bayes_cross import cross_g_out
 from ..errors import ConvergenceError
 
 __all__ = ["channel_step", "channel_sums", "message_pass", "pair_weights", "prior_step", "onsager_rows",
@@ -71,10 +72,24 @@ def chunk_size_for(T: int, d: int, itemsize: int, memory_mb: float) -> int:
 
 
 def _g_out(channel, y, omega, m):
-    """The channel's ``g_out`` with the layer axis kept: ``omega`` and the result are ``(c, L, T, T)``."""
+    """The channel's ``g_out`` with the layer axis kept: ``omega`` and the result are ``(c, L, T, T)``;
+    ``m`` one variance per layer, or the residuals' ``2 x 2`` covariance (the joint denoiser:
+    :func:`~aimlib.channels.deep_bayes_cross.cross_g_out`)."""
+    if np.ndim(m) == 2:
+        return cross_g_out(channel, y, omega, m)
     if channel.n_indices == 1:
         return channel.g_out(y, omega[:, 0], float(m[0]))[:, None]
     return channel.g_out(y, omega, tuple(float(x) for x in m))
+
+
+def _residual_variances(p, V, V_ons):
+    """What ``g_out`` takes: each layer's ``V_l``, or with the joint denoiser (``p.joint.joint``) the ``2 x 2``
+    matrix whose off-diagonal is the Onsager matrix's, which is the posterior cross-covariance
+    (:mod:`aimlib.priors.joint_pair`)."""
+    m = [x for (x,) in V]
+    if p.joint is None or not p.joint.joint:
+        return m
+    return np.array([[m[0], V_ons[0][1]], [V_ons[1][0], m[1]]])
 
 
 def channel_step(p, S_hat, V, V_ons, g_prev, g_new, t):
@@ -91,7 +106,7 @@ def channel_step(p, S_hat, V, V_ons, g_prev, g_new, t):
     the layers' noises ``(Delta_l,)``, ``R`` their effective observations and ``cov`` the
     noises' covariance ``F_hat^{-1}`` (``L x L``).
     """
-    m, ons = [x for (x,) in V], np.array(V_ons, dtype=float)
+    m, ons = _residual_variances(p, V, V_ons), np.array(V_ons, dtype=float)
     if p.shards is None:
         B, sum_w, sum_tr = channel_sums(p, S_hat, m, ons, g_prev, g_new, t)
     else:
@@ -237,12 +252,24 @@ def initial_state(p, init_m=None):
     return S_hat, V, (V if p.channel.square else diagonal_rows(V)), g_prev, xp.empty_like(g_prev)
 
 
-def prior_step(p, R, delta, noise=None):
-    """Each layer's prior denoises its ``R``: ``(S_new, V, V_ons)``, lists over layers of per-sector tuples.
+def prior_step(p, R, delta, noise=None, cov=None):
+    """Each layer's prior denoises its ``R``: ``(S_new, V, O)``, lists over layers of per-sector tuples,
+    ``O`` the rows of the next channel step's Onsager matrix (:func:`onsager_rows` with ``cov``, the
+    noises' covariance ``F_hat^{-1}``).
 
     :meth:`aimlib.priors.base.Prior.denoise` (the RIE for the Wishart prior); a layer
-    whose every ``Delta < DELTA_MIN`` keeps ``R`` with zero errors.
+    whose every ``Delta < DELTA_MIN`` keeps ``R`` with zero errors.  With ``p.joint``
+    (:class:`~aimlib.priors.joint_pair.JointPair`) the two layers are denoised together and
+    ``O`` is their posterior covariance (each layer alone: :func:`onsager_rows` of its diagonal).
     """
+    if p.joint is not None:
+        S_new, V, C = p.joint.denoise(R, cov)
+        if not (np.all(np.isfinite(C)) and all(bool(p.xp.all(p.xp.isfinite(S))) for S in S_new)):
+            raise ConvergenceError(f"the joint prior step of {p.joint!r} is not finite "
+                                   f"(cov={np.asarray(cov).tolist()})")
+        ons = [tuple(map(float, row)) for row in C] if p.joint.joint else \
+            onsager_rows([(float(C[0, 0]),), (float(C[1, 1]),)], delta, cov)
+        return [p.xp.asarray(S, dtype=p.dtype) for S in S_new], V, ons
     S_new, V, V_ons = [], [], []
     for ell, (prior, Rl, dl) in enumerate(zip(p.priors, R, delta)):
         dl = tuple(float(x) for x in np.atleast_1d(dl))
@@ -257,4 +284,4 @@ def prior_step(p, R, delta, noise=None):
             raise ConvergenceError(f"the prior step of {prior!r} is not finite (Delta={dl})")
         V.append(tuple(float(x) for x in Vl))
         V_ons.append(tuple(float(x) for x in Ol))
-    return S_new, V, V_ons
+    return S_new, V, onsager_rows(V_ons, delta, cov)

@@ -42,11 +42,14 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validate as v
+from ..backend import get_array_module, to_host
+from . import hardmax
 from .deep_patterns import (ENTRY_VAR, PATTERNS, SOBOL_LOG2, SOBOL_SEED, entries, entry_products, layer1_terms,
                             layer2_terms, symmetric_matrix)
 from .polytope import sobol_normals
 
-__all__ = ["pair_law", "pair_log_z", "pair_g_out", "bayes_moments_direct", "bayes_moment_matrix", "FD_STEP"]
+__all__ = ["pair_law", "pair_log_z", "pair_g_out", "cross_g_out", "bayes_moments_direct", "bayes_moment_matrix",
+           "FD_STEP"]
 
 #: relative step of the central differences of :func:`pair_g_out` (in units of ``sqrt(V_l)``)
 FD_STEP = 1e-5
@@ -128,6 +131,16 @@ def pair_g_out(c: float, t, omega, V, eps: float = FD_STEP):
                 diff.append(pair_log_z(c, t, symmetric_matrix(shifted), V))
             g[..., layer, k] = (diff[0] - diff[1]) / (2 * step)
     return g
+
+
+def cross_g_out(channel, y, omega, V):
+    """:func:`pair_g_out` in the layout of :meth:`~aimlib.channels.DeepAttention.g_out`: ``y`` the channel's
+    outputs ``(n, 2, 2)``, ``omega`` ``(n, 2, 2, 2)`` (layer, then the index matrix), ``V`` the residuals'
+    ``2 x 2`` covariance; returns the symmetric ``(n, 2, 2, 2)`` gradients on ``omega``'s module (GAMP-RIE's
+    channel step with the joint denoiser, :mod:`aimlib.priors.joint_pair`)."""
+    xp = get_array_module(omega)
+    t = hardmax.signs_from_output(to_host(y))
+    return xp.asarray(symmetric_matrix(pair_g_out(channel.c, t, to_host(omega), V)))
 
 
 def _first_order_weights(c, t, omega, V):

@@ -30,7 +30,7 @@ from .hmc import TRAJECTORY, hmc
 from .rectangular import FactorProduct, check_sector_pair, part_norms
 from .wishart import teacher_width
 
-__all__ = ["Sampled", "hmc_chain", "first_step", "refuse", "MIN_ACCEPTANCE", "N_BATCHES"]
+__all__ = ["Sampled", "hmc_chain", "first_step", "chain_settings", "refuse", "MIN_ACCEPTANCE", "N_BATCHES"]
 
 #: a chain whose mean acceptance after warm-up falls below this is refused
 MIN_ACCEPTANCE = 0.3
@@ -69,6 +69,19 @@ def hmc_chain(Q, K, R, deltas, visit, *, n_steps: int, n_warmup: int, step: floa
     (Q, K), acc, step = hmc((Q, K), lambda X: _potential(*X, R, weights), visit, n_steps=n_steps,
                             n_warmup=n_warmup, step=step, n_leapfrog=n_leapfrog, rng=rng)
     return Q, K, acc, step
+
+
+def chain_settings(n_steps: int, warmup: float) -> tuple:
+    """``(n_steps, warmup, n_warmup)`` of a chain carried across GAMP's calls, validated: ``n_steps >= 20``
+    trajectories per call, the share ``warmup`` in ``[0, 0.9]`` tuning the step, at least ``N_BATCHES`` draws
+    (one per batch) kept after it."""
+    n_steps = v.integer("n_steps", n_steps, minimum=20)
+    warmup = v.in_range("warmup", warmup, 0.0, 0.9)
+    n_warmup = int(warmup * n_steps)
+    if n_steps - n_warmup < N_BATCHES:
+        raise ValueError(f"n_steps and warmup must keep at least {N_BATCHES} draws after the warm-up "
+                         f"(one per batch), got n_steps={n_steps}, warmup={warmup}")
+    return n_steps, warmup, n_warmup
 
 
 def refuse(acc: float, what: str, problem: str = "two-noise posterior sampling") -> None:
@@ -114,12 +127,7 @@ class Sampled(FactorProduct):
 
     def __init__(self, rho: float = 0.5, seed=None, n_steps: int = 200, warmup: float = 0.3):
         super().__init__(rho)
-        self.n_steps = v.integer("n_steps", n_steps, minimum=20)
-        self.warmup = v.in_range("warmup", warmup, 0.0, 0.9)
-        self.n_warmup = int(self.warmup * self.n_steps)
-        if self.n_steps - self.n_warmup < N_BATCHES:
-            raise ValueError(f"n_steps and warmup must keep at least {N_BATCHES} draws after the warm-up "
-                             f"(one per batch), got n_steps={self.n_steps}, warmup={warmup}")
+        self.n_steps, self.warmup, self.n_warmup = chain_settings(n_steps, warmup)
         self._rng = v.generator(seed)
         self._chain = None
 
