@@ -17,6 +17,7 @@ from aimlib.backend import to_host
 from aimlib.channels import DeepAttention, hardmax, make_channel
 from aimlib.channels.deep_bayes_cross import cross_g_out
 from aimlib.model import matrix_overlap, sample_dataset
+from aimlib.priors.correlated import gaussian_pair
 from aimlib.priors.joint import joint_problem
 from aimlib.priors.joint_pair import JointPair
 
@@ -48,6 +49,23 @@ def test_posterior_covariance_is_the_error_matrix_on_planted_instances():
     assert np.mean(np.array(got)[:, 2]) < -0.01            # the correlated noises leave a cross-covariance
 
 
+def test_the_onsager_matrix_of_a_joint_posterior_mean_is_the_error_matrix_for_gaussian_teachers():
+    """The closed form of eq. deep-eq-joint-onsager: for unit GOE teachers the joint posterior mean is linear,
+    S_bar = M R per entry with M = (I + P)^{-1} P; moving the backward sum B_l' moves R by N[:, l'] B and so the
+    estimates by (M N)[:, l'] B, which is the joint error matrix of gaussian_pair, (I + N^{-1})^{-1}."""
+    deltas, kappa = (0.7, 0.4), -0.5
+    _, C = gaussian_pair(deltas, kappa)
+    N = _cov(deltas, kappa)
+    P = np.linalg.inv(N)
+    M = np.linalg.inv(np.eye(2) + P) @ P
+    B = np.random.default_rng(0).standard_normal((5, 5))
+    for lp in range(2):
+        moved = [sum(M[l, k] * N[k, lp] * B for k in range(2)) for l in range(2)]
+        for l in range(2):
+            np.testing.assert_allclose(moved[l], C[l, lp] * B, rtol=1e-12, atol=1e-15)
+    assert abs(C[0, 1]) > 0.05          # the layers are coupled: a cross entry of their own
+
+
 def test_joint_and_one_at_a_time_agree_where_the_noises_are_uncorrelated():
     """With a diagonal noise covariance the joint posterior factorises: the same chain, bit for bit, and its
     Onsager matrix's cross entries are the chain's noise only."""
@@ -72,9 +90,9 @@ def test_cross_output_function_at_zero_cross_is_the_channels():
     assert hardmax.signs_from_output(y).shape == (50, 2)
 
 
-def test_a_joint_run_is_reproducible_and_its_onsager_matrix_is_symmetric():
-    """d = 30, alpha = 0.3: a run with the joint denoiser ends with finite errors near those of the separable
-    state evolution's scale, and a second run from the same seed repeats it exactly."""
+def test_a_joint_run_is_reproducible():
+    """d = 30, alpha = 0.3, eight iterations: a run with the joint denoiser ends with finite errors between the
+    oracle's scale and the prior's, and a second run from the same seed repeats it exactly."""
     data = sample_dataset(0.3, 30, 2, (0.5, 0.5), CH, v.run_streams(0).data, teachers="wishart")
     runs = [gamp_rie(data.X, data.y, CH, JointPair(0.5, seed=1, n_steps=60), S=data.S, max_iter=8, tol=1e-12,
                      stop="prediction", on_max_iter="return") for _ in range(2)]
@@ -100,6 +118,9 @@ def test_refusals_name_the_quantity():
 
 DATA = Path(__file__).resolve().parents[1] / "book" / "data" / "deep_joint_gamp.csv"
 KINDS = ("rie", "separate", "joint")
+#: (d, HMC trajectories per step) -> what the paired gains may miss the state evolution's shift by, beyond three
+#: standard errors: the chapter's "within the error bars at d = 100, to about 0.004 at d = 200"
+ALLOWANCE = {(100, 200): 0.001, (200, 200): 0.0025, (200, 400): 0.0025}
 
 
 def _committed():
@@ -113,20 +134,48 @@ def _option(argv, name):
 
 
 def test_the_committed_rows_are_the_made_by_lines_runs():
-    """Every (d, alpha, seed) of each command on the made-by line has its three runs, and no other row is there;
-    every sampled run went the command's iterations."""
+    """Every (d, alpha, seed, kind, HMC steps) of each command on the made-by line is one row, and no other row is
+    there; every sampled run went the command's iterations."""
     made_by = DATA.read_text().splitlines()[0].removeprefix("# made by: ")
-    want = set()
+    want = []
     for command in made_by.split("; "):
         argv = shlex.split(command)
         d, its = int(_option(argv, "--d")[0]), int(_option(argv, "--iterations")[0])
-        want |= {(d, float(a), int(s), k, its) for a in _option(argv, "--alpha") for s in _option(argv, "--seeds")
-                 for k in KINDS}
-    rows = _committed()
-    got = {(int(r["d"]), float(r["alpha"]), int(r["seed"]), str(r["denoiser"]), int(r["iterations"]))
-           for r in rows}
-    assert {w[:4] for w in want} == {g[:4] for g in got} and len(rows) == len(want)
+        steps = int(_option(argv, "--n-steps")[0]) if "--n-steps" in argv else 200
+        kinds = _option(argv, "--kinds") if "--kinds" in argv else KINDS
+        want += [(d, float(a), int(s), k, 0 if k == "rie" else steps, its) for a in _option(argv, "--alpha")
+                 for s in _option(argv, "--seeds") for k in kinds]
+    got = [(int(r["d"]), float(r["alpha"]), int(r["seed"]), str(r["denoiser"]), int(r["n_steps"]),
+            int(r["iterations"])) for r in _committed()]
+    assert sorted(w[:5] for w in want) == sorted(g[:5] for g in got)
     assert {g for g in got if g[3] != "rie"} == {w for w in want if w[3] != "rie"}
+
+
+def _paired_gains(rows, d, alpha, steps):
+    """Per data set, joint minus one-layer-at-a-time errors ``(2, runs)`` of the sampled runs at ``steps``."""
+    pick = {k: rows[(rows["d"] == d) & (rows["alpha"] == alpha) & (rows["denoiser"] == k) & (rows["n_steps"] == steps)]
+            for k in ("separate", "joint")}
+    assert np.array_equal(pick["joint"]["seed"], pick["separate"]["seed"])
+    return np.array([pick["joint"][f"mmse_{l}"] - pick["separate"][f"mmse_{l}"] for l in (1, 2)])
+
+
+def test_the_joint_denoiser_gains_in_the_runs_what_the_coupled_state_evolution_predicts():
+    """Paired on each data set, the joint runs' errors minus the one-layer-at-a-time runs' are the coupled Bayes
+    state evolution's shift (book/data/deep_bayes_se.csv) layer by layer, within three standard errors plus
+    ALLOWANCE; where the shift is resolved (alpha <= 0.5) the two layers' total gain is below zero by more than two
+    standard errors.  Leaving the joint denoiser out of the algorithm (no gain) fails the second check."""
+    rows = _committed()
+    se_rows = np.genfromtxt(DATA.with_name("deep_bayes_se.csv"), delimiter=",", names=True, skip_header=1)
+    for d, alpha, steps in sorted({(int(r["d"]), float(r["alpha"]), int(r["n_steps"])) for r in rows if r["n_steps"]}):
+        gains = _paired_gains(rows, d, alpha, steps)
+        err = gains.std(axis=1, ddof=1) / math.sqrt(gains.shape[1])
+        ref = se_rows[se_rows["alpha"] == alpha]
+        shift = np.array([np.mean(ref[f"bayes_mmse_{l}"] - ref[f"sepd_mmse_{l}"]) for l in (1, 2)])
+        assert np.all(np.abs(gains.mean(axis=1) - shift) < 3 * err + ALLOWANCE[d, steps]), \
+            (d, alpha, steps, gains.mean(axis=1), err)
+        total = gains.sum(axis=0)
+        if alpha <= 0.5:
+            assert total.mean() < -2 * total.std(ddof=1) / math.sqrt(len(total)), (d, alpha, total)
 
 
 @pytest.mark.slow
@@ -145,23 +194,3 @@ def test_a_committed_run_is_reproduced():
              callback=lambda st: seen.append([matrix_overlap(to_host(a) - to_host(b), to_host(a) - to_host(b))
                                               for a, b in zip(st.S_hat, data.S)]) if st.t > 30 else None)
     assert np.mean(seen, axis=0) == pytest.approx((ref["joint"]["mmse_1"], ref["joint"]["mmse_2"]), abs=0.01)
-
-
-def test_the_joint_denoiser_gains_in_the_runs_what_the_coupled_state_evolution_predicts():
-    """Paired on each data set, the joint runs' errors minus the one-layer-at-a-time runs' are the coupled Bayes
-    state evolution's shift (book/data/deep_bayes_se.csv) within three standard errors (plus 0.001), layer by
-    layer; where the shift is resolved (alpha <= 0.5) the two layers' total gain is below zero by more than two
-    standard errors.  Leaving the joint denoiser out of the algorithm (no gain) fails the second check."""
-    rows = _committed()
-    se_rows = np.genfromtxt(DATA.with_name("deep_bayes_se.csv"), delimiter=",", names=True, skip_header=1)
-    for d, alpha in sorted({(int(r["d"]), float(r["alpha"])) for r in rows}):
-        pick = {k: rows[(rows["d"] == d) & (rows["alpha"] == alpha) & (rows["denoiser"] == k)] for k in KINDS}
-        assert np.array_equal(pick["joint"]["seed"], pick["separate"]["seed"])
-        gains = np.array([pick["joint"][f"mmse_{l}"] - pick["separate"][f"mmse_{l}"] for l in (1, 2)])
-        err = gains.std(axis=1, ddof=1) / math.sqrt(gains.shape[1])
-        ref = se_rows[se_rows["alpha"] == alpha]
-        shift = np.array([np.mean(ref[f"bayes_mmse_{l}"] - ref[f"sepd_mmse_{l}"]) for l in (1, 2)])
-        assert np.all(np.abs(gains.mean(axis=1) - shift) < 3 * err + 1e-3), (d, alpha, gains.mean(axis=1), err)
-        total = gains.sum(axis=0)
-        if alpha <= 0.5:
-            assert total.mean() < -2 * total.std(ddof=1) / math.sqrt(len(total)), (d, alpha, total)
