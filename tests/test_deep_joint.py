@@ -65,7 +65,7 @@ def test_correlated_noises_lower_the_joint_errors():
 
 
 def test_a_chain_that_has_not_mixed_is_refused(monkeypatch):
-    monkeypatch.setattr(joint, "_first_step", lambda rhos, P: (1e-3, 1))   # a step too short, never tuned
+    monkeypatch.setattr(joint, "joint_first_step", lambda rhos, P: (1e-3, 1))   # a step too short, never tuned
     with pytest.raises(ConvergenceError, match="has not mixed.*effective sample sizes"):
         sample_joint(40, 0.5, DELTAS_05, KAPPA_05, seed=0, n_steps=200, warmup=0.0)
 

@@ -52,13 +52,14 @@ from .hmc import TRAJECTORY, hmc
 from .sampled import N_BATCHES, refuse
 from .wishart import teacher_width
 
-__all__ = ["JointErrors", "joint_problem", "sample_joint", "MIN_ESS"]
+__all__ = ["JointErrors", "joint_problem", "sample_joint", "joint_potential", "joint_first_step", "layer_pair",
+           "MIN_ESS"]
 
 #: a chain whose three error series are worth fewer independent draws than this is refused
 MIN_ESS = 10.0
 
 
-def _pair(name: str, values, check) -> tuple:
+def layer_pair(name: str, values, check) -> tuple:
     """Two checked values, one per layer (a single value serves both)."""
     values = tuple(np.atleast_1d(values).tolist()) * (2 if np.ndim(values) == 0 else 1)
     if len(values) != 2:
@@ -86,7 +87,7 @@ def _factor_gradient(W, G, rho: float):
     return (2.0 / math.sqrt(W.shape[0] * W.shape[1])) * (G @ W)
 
 
-def _potential(W, R, P, rhos):
+def joint_potential(W, R, P, rhos):
     """``(U, gradients, (S_1, S_2))``: minus the log posterior of the module docstring, its gradient."""
     d = R[0].shape[0]
     S = [_teacher(w, r) for w, r in zip(W, rhos)]
@@ -108,8 +109,8 @@ def joint_problem(d: int, rho, deltas, kappa, seed=None, *, backend: str | None 
 
 def _checked(d: int, rho, deltas) -> tuple:
     """``(d, rhos, deltas)`` validated: ``d >= 2``, a width ratio (or ``inf``) and a noise ``> 0`` per layer."""
-    return (v.integer("d", d, minimum=2), _pair("rho", rho, lambda name, x: v.rho(x, allow_inf=True)),
-            _pair("deltas", deltas, v.positive))
+    return (v.integer("d", d, minimum=2), layer_pair("rho", rho, lambda name, x: v.rho(x, allow_inf=True)),
+            layer_pair("deltas", deltas, v.positive))
 
 
 def _draw(d: int, rhos, deltas, kappa: float, rng, backend):
@@ -153,7 +154,7 @@ class JointErrors:
     seconds: float
 
 
-def _first_step(rhos, P) -> tuple:
+def joint_first_step(rhos, P) -> tuple:
     """``(step, n_leapfrog)``: ``0.5/sqrt(lambda)``, ``lambda = 1 + c max eig(P)`` a bound on the potential's
     curvature near the truth (``c = (1 + sqrt(rho))^2/rho`` for a Wishart factor, 1 for a Gaussian one),
     and a trajectory of length ``TRAJECTORY``."""
@@ -188,8 +189,8 @@ def sample_joint(d: int, rho, deltas, kappa, *, seed=None, n_steps: int = 400, w
         E = [a - b for a, b in zip(S_t, S)]
         errors.append([float((x * y).sum()) / (2 * d) for x, y in ((E[0], E[0]), (E[1], E[1]), (E[0], E[1]))])
 
-    (step, n_leapfrog), began = _first_step(rhos, P), time.perf_counter()
-    _, acc, step = hmc(W, lambda X: _potential(X, R, P, rhos), visit, n_steps=n_steps, n_warmup=n_warm,
+    (step, n_leapfrog), began = joint_first_step(rhos, P), time.perf_counter()
+    _, acc, step = hmc(W, lambda X: joint_potential(X, R, P, rhos), visit, n_steps=n_steps, n_warmup=n_warm,
                        step=step, n_leapfrog=n_leapfrog, rng=rng)
     where = f"at deltas={deltas}, kappa={kappa}, d={d}"
     refuse(acc, f"{where}; try a longer warmup", "joint posterior sampling of two layers")

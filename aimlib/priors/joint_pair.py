@@ -33,7 +33,7 @@ import numpy as np
 from .. import _validate as v
 from ..backend import get_array_module
 from .hmc import hmc
-from .joint import _first_step, _pair, _potential
+from .joint import joint_first_step, joint_potential, layer_pair
 from .sampled import N_BATCHES, chain_settings, refuse
 from .wishart import Wishart, teacher_width
 
@@ -62,7 +62,7 @@ class JointPair:
     """
 
     def __init__(self, rho=0.5, *, joint: bool = True, seed=None, n_steps: int = 200, warmup: float = 0.3):
-        self.rhos = _pair("rho", rho, lambda name, x: v.rho(x))
+        self.rhos = layer_pair("rho", rho, lambda name, x: v.rho(x))
         self.priors = tuple(Wishart(r) for r in self.rhos)
         self.joint = bool(joint)
         self.n_steps, self.warmup, self.n_warmup = chain_settings(n_steps, warmup)
@@ -108,8 +108,8 @@ class JointPair:
             traces[:] += [float((S[a] * S[b]).sum()) for a, b in _PAIRS]
             sizes[k] += 1
 
-        step, n_leapfrog = _first_step(self.rhos, P)
-        W, acc, _ = hmc(self._start(d, xp), lambda X: _potential(X, R, P, self.rhos), visit, n_steps=self.n_steps,
+        step, n_leapfrog = joint_first_step(self.rhos, P)
+        W, acc, _ = hmc(self._start(d, xp), lambda X: joint_potential(X, R, P, self.rhos), visit, n_steps=self.n_steps,
                         n_warmup=self.n_warmup, step=step, n_leapfrog=n_leapfrog, rng=self._rng)
         self._chain = W
         refuse(acc, f"in GAMP's joint prior step at cov={np.round(np.asarray(cov), 6).tolist()}",
