@@ -71,8 +71,7 @@ def run(alpha: float, d: int, seed: int, denoiser: str, iterations: int, burn: i
                  if st.t > burn else None)
         rows, its = np.array(seen), iterations
         m = rows[:, 3:]
-    mean, spread = rows.mean(axis=0), rows.std(axis=0) if len(rows) > 1 else np.zeros(rows.shape[1])
-    m = np.mean(m, axis=0)
+    mean, spread, m = rows.mean(axis=0), rows.std(axis=0), np.mean(m, axis=0)   # one rie row: spread 0
     return {"alpha": alpha, "d": d, "seed": seed, "denoiser": denoiser, "n_steps": 0 if denoiser == "rie" else n_steps,
             "mmse_1": mean[0], "mmse_2": mean[1],
             "e_12": mean[2], "m_1": m[0], "m_2": m[1], "spread_1": spread[0], "spread_2": spread[1],
