@@ -8,6 +8,9 @@ channel that has the closed form, ``rho: inf`` needs the closed form.
 ``amp`` takes ``tokens_storage`` (``store``, the default, or ``regenerate``:
 :mod:`aimlib.tokens`); ``regenerate`` enters a run's key (regenerated tokens are
 other draws than the stored ones of the same seed), ``store`` does not (:data:`IMPLIED`).
+``gd`` and ``gd_avg`` take the schedule of :mod:`aimlib.gd.schedule`: a step decay
+``lr_decay_at`` (before every run's budget ``steps``) with its factor ``lr_decay``, and
+``keep`` (``last``, the default, which stays out of the key, or ``lowest``).
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from typing import Mapping
 
 from .. import _validate
 from ..amp.loop import STOPS
+from ..gd.schedule import KEEPS
 from ..tokens import STORAGES
 from .fields import choice, fail, grid_axis, unknown_keys
 
@@ -42,6 +46,8 @@ _GD_OPTIONS = {
     "rank": _opt_int(1), "n_test": _opt_int(1), "record_every": _opt_int(1),
     "dtype": _opt_choice("float32", "float64"),
     "weight_decay": _opt_float(low=0), "student": _opt_choice("factorised", "direct"),
+    "lr_decay_at": _opt_int(1), "lr_decay": _opt_float(low=0, high=1, low_open=True),
+    "keep": _opt_choice(*KEEPS),
 }
 
 #: method -> option name -> check(field, value) -> value
@@ -70,10 +76,11 @@ DEFAULTS: dict[str, dict] = {
 #: options that a run with the given option value does not use: they are left out of its key
 UNUSED = {("student", "direct"): ("rank",)}
 
-#: option values left out of a run's key: the behaviour without the option (``tokens_storage: store``), or
+#: option values left out of a run's key: the behaviour without the option (``tokens_storage: store``,
+#: ``keep: last``), or
 #: what rows written before the option was part of the key were run with (``stop: estimate``, GAMP-RIE's
 #: default until the window rule replaced it: such rows are read by a spec that names it)
-IMPLIED = {("tokens_storage", "store"), ("stop", "estimate")}
+IMPLIED = {("tokens_storage", "store"), ("stop", "estimate"), ("keep", "last")}
 
 #: state-evolution options that only the iteration uses
 _ITERATION_ONLY = ("max_iter", "damping")
@@ -94,11 +101,24 @@ def check_options(opts, methods: tuple) -> dict:
             fail(f"options.{m}", f"must be a mapping option -> value, got {type(o).__name__}")
         unknown_keys(f"options.{m}", o, OPTIONS[m])
         clean[m] = {k: grid_axis(f"options.{m}.{k}", val, OPTIONS[m][k]) for k, val in o.items()}
+    for m in ("gd", "gd_avg"):
+        _check_schedule(m, clean.get(m, {}))
     if "gd_avg" in methods:
         restarts = clean.get("gd_avg", {}).get("restarts", (DEFAULTS["gd_avg"]["restarts"],))
         if min(restarts) < 2:
             fail("options.gd_avg.restarts", f"must be >= 2 to average students, got {min(restarts)}")
     return clean
+
+
+def _check_schedule(method: str, opts: dict):
+    """Refuse a learning-rate decay that some run's budget ``steps`` would not reach, and a factor without it."""
+    if "lr_decay" in opts and "lr_decay_at" not in opts:
+        fail(f"options.{method}.lr_decay", "is the factor of a step decay; give lr_decay_at (the step) too")
+    steps = min(opts.get("steps", (DEFAULTS[method]["steps"],)))
+    if "lr_decay_at" in opts and max(opts["lr_decay_at"]) >= steps:
+        fail(f"options.{method}.lr_decay_at", f"must be < steps (the decay comes within the budget), "
+                                              f"got {max(opts['lr_decay_at'])} with steps = {steps}; "
+                                              "put shorter budgets in a spec of their own")
 
 
 def check_se_solver(se_options: dict, closed: Mapping):

@@ -23,7 +23,8 @@ A spec is a small YAML file (or the same mapping in Python, or a
                                            # stop: window (default) | estimate | drift | prediction
       gd_avg: {restarts: 8, steps: 1000, lr: 0.1}
       # gd, gd_avg also take weight_decay (>= 0), student (factorised | direct),
-      # rank (the factorised student's width; the direct student has none)
+      # rank (the factorised student's width; the direct student has none) and the
+      # schedule of aimlib.gd.schedule: lr_decay_at (< steps), lr_decay, keep (last | lowest)
 
 ``untied-softmax`` (untied key and query: square teachers ``S = Q K^T/sqrt(r d)``, noiseless,
 methods ``se`` and ``amp``, ``alpha_bar = (T^2 - T) alpha``) reports ``mmse = V_A + V_B``, the error
