@@ -10,11 +10,15 @@ initial scale, for 1000 steps and for 2000 steps with the step divided by ten af
 1000 (:func:`aimlib.gd.implicit_bias.weight_decay_ladder`).  One row per run, to
 ``book/data/weight_decay_vs_min_trace.csv``; about 40 minutes on one free core
 (``OPENBLAS_NUM_THREADS=1``; an hour and a half on a shared one); ``--seeds``
-runs the grid's data sets among those given.
+runs the grid's data sets among those given, ``--alpha-bar`` those at the given
+``alpha_bar`` only.  ``--d 200`` runs the same grid at ``d = 200``, to
+``book/data/weight_decay_vs_min_trace_d200.csv`` (about 25 minutes per data set on one
+core, the solve a few of them).  With
+``--append`` the rows go after those of the file, whose ``# made by:`` line then needs the
+new command added (joined by ``"; "``)::
 
-::
-
-    python scripts/weight_decay_vs_min_trace.py [--seeds 0 1 2 3] [--out FILE]
+    python scripts/weight_decay_vs_min_trace.py [--d 100] [--seeds 0 1 2 3] [--alpha-bar 0.5 0.7]
+        [--out FILE] [--append]
 """
 from __future__ import annotations
 
@@ -27,9 +31,9 @@ from aimlib import _validate as v
 from aimlib.channels import make_channel, softmax_k
 from aimlib.gd.implicit_bias import min_trace_reference, weight_decay_ladder
 from aimlib.model import sample_dataset
-from _rows import data_parser, write_rows
+from _rows import DATA, data_parser, write_rows
 
-D, RHO, T = 100, 0.25, 2
+RHO, T = 0.25, 2
 #: alpha_bar -> the data sets (seeds) run at it
 GRID = {0.5: (0, 1, 2, 3), 0.7: (0, 2)}
 LAMBDAS = (1e-3, 1e-4, 1e-5, 0.0)
@@ -41,14 +45,14 @@ COLUMNS = ["d", "rho", "T", "seed", "alpha_bar", "n", "mt_iterations", "mt_gap",
            "rel_grad", "settled", "seconds"]
 
 
-def rows(seeds):
-    """Every run of the grid for the data sets among ``seeds``, as dicts with the keys of ``COLUMNS``."""
+def rows(d: int, seeds, alpha_bars=tuple(GRID)):
+    """Every run of the grid at ``d`` for the data sets among ``seeds`` and ``alpha_bars``, as dicts of ``COLUMNS``."""
     for abar, grid_seeds in GRID.items():
-        for seed in (s for s in grid_seeds if s in seeds):
-            data = sample_dataset(abar / softmax_k(T), D, T, RHO, make_channel("softmax"),
+        for seed in (s for s in grid_seeds if s in seeds and abar in alpha_bars):
+            data = sample_dataset(abar / softmax_k(T), d, T, RHO, make_channel("softmax"),
                                   v.run_streams(seed).data, backend="numpy", dtype=np.float64)
             ref = min_trace_reference(data.X, data.y)
-            head = {"d": D, "rho": RHO, "T": T, "seed": seed, "alpha_bar": abar, "n": data.n,
+            head = {"d": d, "rho": RHO, "T": T, "seed": seed, "alpha_bar": abar, "n": data.n,
                     "mt_iterations": ref.result.iterations, "mt_gap": ref.result.gap,
                     "trace_teacher": float(np.trace(data.S))}
             for scale in INIT_SCALES:
@@ -60,11 +64,21 @@ def rows(seeds):
 
 
 def main(argv=None) -> int:
-    parser = data_parser(__doc__, "weight_decay_vs_min_trace.csv")
+    parser = data_parser(__doc__, None)
+    parser.add_argument("--d", type=int, default=100, help="the dimension (default 100)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3],
                         help="run the grid's data sets among these (default: all)")
+    parser.add_argument("--alpha-bar", type=float, nargs="+", default=list(GRID), choices=list(GRID),
+                        help="run the grid's data sets at these alpha_bar only (default: all)")
+    parser.add_argument("--append", action="store_true", help="add rows to an existing file")
     args = parser.parse_args(argv)
-    return write_rows(args.out, COMMAND, COLUMNS, rows(args.seeds))
+    name = "weight_decay_vs_min_trace" + ("" if args.d == 100 else f"_d{args.d}")
+    out = args.out or str(DATA / f"{name}.csv")
+    options = (f" --d {args.d} --seeds {' '.join(map(str, args.seeds))}"
+               f" --alpha-bar {' '.join(f'{a:g}' for a in args.alpha_bar)}")
+    defaults = args.d == 100 and args.seeds == [0, 1, 2, 3] and args.alpha_bar == list(GRID)
+    command = COMMAND + ("" if defaults else options)
+    return write_rows(out, command, COLUMNS, rows(args.d, args.seeds, args.alpha_bar), append=args.append)
 
 
 if __name__ == "__main__":

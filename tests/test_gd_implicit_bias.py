@@ -7,11 +7,14 @@ a global minimiser ``S_lambda`` of ``L + (lambda/2) Tr S`` has objective at most
 """
 from __future__ import annotations
 
+import csv
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from aimlib import _validate as v
-from aimlib.channels import make_channel
+from aimlib.channels import make_channel, softmax_k
 from aimlib.gd.implicit_bias import compare_to_min_trace, min_trace_reference, weight_decay_ladder
 from aimlib.model import sample_dataset
 
@@ -54,3 +57,42 @@ def test_bad_budgets_are_refused(instance):
     data, ref = instance
     with pytest.raises(ValueError, match="budgets"):
         next(weight_decay_ladder(data.X, data.y, ref, [0.0], budgets=()))
+
+
+def committed_rows(name: str) -> list[dict]:
+    """The rows of a committed data file of ``scripts/weight_decay_vs_min_trace.py``, and its made-by line."""
+    path = Path(__file__).resolve().parents[1] / "book" / "data" / name
+    with open(path) as fh:
+        made_by = fh.readline()
+        return made_by, [{k: float(x) if k != "settled" else x == "True" for k, x in r.items()}
+                         for r in csv.DictReader(fh)]
+
+
+@pytest.mark.parametrize("name, d", [("weight_decay_vs_min_trace.csv", 100),
+                                     ("weight_decay_vs_min_trace_d200.csv", 200)])
+def test_the_committed_references_are_certified_and_the_bounds_hold(name, d):
+    """Every reference of the chapter's data is certified, and every settled run obeys a minimiser's bounds."""
+    made_by, rows = committed_rows(name)
+    assert made_by.startswith("# made by: ") and (d == 100 or f"--d {d}" in made_by)
+    assert rows and all(r["d"] == d and abs(r["mt_gap"]) <= 1e-6 and r["residual_mt"] <= 1e-5
+                        for r in rows)
+    for r in rows:
+        if r["settled"] and r["lambda"] > 0:
+            assert r["objective"] <= r["lambda"] / 2 * r["trace_mt"] * (1 + 1e-2)
+            assert r["trace_gd"] <= r["trace_mt"] * (1 + 1e-3)
+
+
+@pytest.mark.slow
+def test_a_committed_row_is_reproduced():
+    """One run of the d = 100 file, rerun: the data set, its certified S_mt and the settled student."""
+    _, rows = committed_rows("weight_decay_vs_min_trace.csv")
+    row = next(r for r in rows if (r["seed"], r["alpha_bar"], r["lambda"], r["init_scale"], r["lr_decay_at"])
+               == (0, 0.7, 1e-4, 1.0, -1))
+    data = sample_dataset(0.7 / softmax_k(2), 100, 2, 0.25, make_channel("softmax"), v.run_streams(0).data,
+                          backend="numpy", dtype=np.float64)
+    ref = min_trace_reference(data.X, data.y)
+    (again,) = weight_decay_ladder(data.X, data.y, ref, [1e-4], init_scale=1.0, seed=0, S=data.S,
+                                   budgets=((1000, None),))
+    assert ref.result.iterations == row["mt_iterations"]
+    for column in ("dist_mt", "err_gd", "err_mt", "trace_gd", "objective"):
+        assert again[column] == pytest.approx(row[column], rel=1e-4, abs=1e-10), column
