@@ -45,12 +45,17 @@ COLUMNS = ["d", "rho", "T", "seed", "alpha_bar", "n", "mt_iterations", "mt_gap",
            "rel_grad", "settled", "seconds"]
 
 
+def data_set(d: int, seed: int, alpha_bar: float):
+    """The softmax data set of ``seed`` at ``d`` and ``alpha_bar`` (float64, NumPy), teacher included."""
+    return sample_dataset(alpha_bar / softmax_k(T), d, T, RHO, make_channel("softmax"),
+                          v.run_streams(seed).data, backend="numpy", dtype=np.float64)
+
+
 def rows(d: int, seeds, alpha_bars=tuple(GRID)):
     """Every run of the grid at ``d`` for the data sets among ``seeds`` and ``alpha_bars``, as dicts of ``COLUMNS``."""
     for abar, grid_seeds in GRID.items():
         for seed in (s for s in grid_seeds if s in seeds and abar in alpha_bars):
-            data = sample_dataset(abar / softmax_k(T), d, T, RHO, make_channel("softmax"),
-                                  v.run_streams(seed).data, backend="numpy", dtype=np.float64)
+            data = data_set(d, seed, abar)
             ref = min_trace_reference(data.X, data.y)
             head = {"d": d, "rho": RHO, "T": T, "seed": seed, "alpha_bar": abar, "n": data.n,
                     "mt_iterations": ref.result.iterations, "mt_gap": ref.result.gap,

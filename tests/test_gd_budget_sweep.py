@@ -14,7 +14,7 @@ allow four times that on the means; a run of another schedule is 0.1 to 0.3 away
 """
 from __future__ import annotations
 
-import csv
+import importlib
 import json
 import re
 from pathlib import Path
@@ -79,15 +79,12 @@ def test_a_sweep_row_is_the_run_of_its_schedule(options, monkeypatch):
     assert json.loads(row["options"]) == {**TINY["options"]["gd"], **options}
 
 
-def script_rows() -> dict:
+def script_rows(monkeypatch) -> dict:
     """``(d, seed, schedule, step) -> row`` of the committed curves ``book/data/gd_budget_d*.csv``."""
-    out = {}
-    for path in sorted((ROOT / "book" / "data").glob("gd_budget_d*.csv")):
-        with open(path) as fh:
-            next(fh)   # the made-by line
-            for r in csv.DictReader(fh):
-                out[int(r["d"]), int(r["seed"]), r["schedule"], int(r["step"])] = r
-    return out
+    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
+    read_rows = importlib.import_module("_rows").read_rows
+    return {(int(r["d"]), int(r["seed"]), r["schedule"], int(r["step"])): r
+            for path in sorted((ROOT / "book" / "data").glob("gd_budget_d*.csv")) for r in read_rows(path)}
 
 
 def tolerance(schedule: str, steps: int) -> float:
@@ -95,9 +92,9 @@ def tolerance(schedule: str, steps: int) -> float:
     return DIGITS if steps <= 1000 or schedule == "decayed" else AMPLIFIED[schedule]
 
 
-def test_the_committed_budget_sweeps_equal_the_curves_of_one_run():
+def test_the_committed_budget_sweeps_equal_the_curves_of_one_run(monkeypatch):
     """Every row of the two sweeps equals the script's curve at its budget, for every shared data set."""
-    curves, compared = script_rows(), 0
+    curves, compared = script_rows(monkeypatch), 0
     for name in ("gd_budget", "gd_budget_decayed"):
         spec = ROOT / "sweeps" / f"{name}.yaml"
         rows = sweep.load_results(spec)
