@@ -8,7 +8,7 @@ from scipy.signal import lfilter
 
 from aimlib import untied as u
 from aimlib.priors.diagnostics import (MIN_LENGTH, autocorrelation, effective_sample_size,
-                                       integrated_autocorrelation_time)
+                                       integrated_autocorrelation_time, potential_scale_reduction)
 
 
 def _ar1(phi, n, columns, seed):
@@ -65,6 +65,35 @@ def test_bad_inputs_to_the_diagnostics():
         integrated_autocorrelation_time(np.arange(20.0), c=0)
     with pytest.raises(TypeError, match="x must be a real numeric array"):
         integrated_autocorrelation_time(np.array(["a"] * 20))
+
+
+def test_potential_scale_reduction_is_its_closed_form_on_built_chains():
+    """Half-chains ``m_j + z`` with ``z`` of mean 0 and variance 1 give ``W = 1``, ``B/N = var(m_j)``:
+    ``R-hat = sqrt((N - 1)/N + var(m_j))``, each half seen separately (a drift within a chain
+    counts); the middle draw of an odd chain is left out."""
+    N = 25
+    z = np.random.default_rng(4).standard_normal(N)
+    z = (z - z.mean()) / z.std(ddof=1)
+    means = np.array([[0.0, 0.5], [1.0, -0.5], [0.2, 0.3]])             # (chain, half)
+    x = np.concatenate([means[:, 0][None] + z[:, None], means[:, 1][None] + z[:, None]])
+    exact = math.sqrt((N - 1) / N + means.ravel().var(ddof=1))
+    assert potential_scale_reduction(x) == pytest.approx(exact, rel=1e-12)
+    assert potential_scale_reduction(5 * x - 3) == pytest.approx(exact, rel=1e-12)
+    odd = np.vstack([x[:N], np.full((1, 3), 99.0), x[N:]])
+    assert potential_scale_reduction(odd) == pytest.approx(exact, rel=1e-12)
+
+
+def test_potential_scale_reduction_of_one_law_is_near_one_and_of_two_laws_is_not():
+    rng = np.random.default_rng(5)
+    assert potential_scale_reduction(rng.standard_normal((4000, 4))) == pytest.approx(1.0, abs=0.005)
+    shifted = rng.standard_normal((4000, 2)) + np.array([0.0, 1.0])
+    assert potential_scale_reduction(shifted) > 1.1
+    assert potential_scale_reduction(np.ones((40, 2))) == 1.0
+    assert potential_scale_reduction(np.column_stack([np.ones(40), 2 * np.ones(40)])) == math.inf
+    with pytest.raises(ValueError, match="x must hold m >= 2 chains"):
+        potential_scale_reduction(np.zeros((40, 1)))
+    with pytest.raises(ValueError, match=f"at least {2 * MIN_LENGTH} draws"):
+        potential_scale_reduction(np.zeros((2 * MIN_LENGTH - 1, 3)))
 
 
 def test_prior_start_agrees_with_the_planted_start():

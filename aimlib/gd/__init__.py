@@ -23,7 +23,9 @@ attention": its output, gradient, :func:`train_deep_gd` and :func:`run_deep_gd`,
 with the helpers of :mod:`~aimlib.gd.blocks` for students of several weight blocks);
 :mod:`~aimlib.gd.heads` (students of ``H`` averaged softmax heads, chapter "Several
 heads": :func:`train_heads_gd`, :func:`run_heads_gd`, errors matched over the
-heads' relabellings).  Every
+heads' relabellings); :mod:`~aimlib.gd.posterior` (the reference the runs are measured
+against: :func:`sample_posterior`, draws of the exact posterior of the softmax AIM with label
+noise by Hamiltonian Monte Carlo, chapter "Gradient descent against posterior draws").  Every
 array operation goes through :func:`aimlib.backend.get_array_module`, so the
 same code runs on NumPy and CuPy.
 """
@@ -36,6 +38,8 @@ from .direct import direct_loss, direct_loss_and_grad, initial_matrices
 from .memory import memory_estimate
 from .objective import EIG_TOL, STUDENTS, count_nonzero, eigenvalues
 from .optim import OPTIMIZERS
+from .posterior import (SPECTRAL_STATISTICS, PosteriorDraws, mean_pair_distance, planted_factor, sample_posterior,
+                        spectral_statistics)
 from .run import run_gd
 from .student import (initial_weights, loss, loss_and_grad, student_indices, student_matrix,
                       student_output)
@@ -51,6 +55,12 @@ __all__ = [
     "loss_and_grad",
     "train_gd",
     "run_gd",
+    "sample_posterior",
+    "PosteriorDraws",
+    "planted_factor",
+    "mean_pair_distance",
+    "spectral_statistics",
+    "SPECTRAL_STATISTICS",
     "memory_estimate",
     "MEMORY_MB",
     "BETA_MAX",

@@ -14,7 +14,9 @@ correlations beyond ``M``) and the variance (``~ 2(2M + 1)/n`` relative) both
 small when ``n >> c tau``.
 
 Used by :func:`aimlib.untied.sample_two_noise` to report how many independent
-posterior draws its Hamiltonian Monte Carlo chain held.
+posterior draws its Hamiltonian Monte Carlo chain held.  Several chains of one law are
+compared by the split potential scale reduction :func:`potential_scale_reduction`
+(used by :func:`aimlib.gd.posterior.sample_posterior`).
 """
 from __future__ import annotations
 
@@ -24,7 +26,8 @@ import numpy as np
 
 from .. import _validate as v
 
-__all__ = ["integrated_autocorrelation_time", "effective_sample_size", "autocorrelation", "WINDOW", "MIN_LENGTH"]
+__all__ = ["integrated_autocorrelation_time", "effective_sample_size", "autocorrelation", "potential_scale_reduction",
+           "WINDOW", "MIN_LENGTH"]
 
 #: Sokal's window constant ``c``: the sum stops at the smallest ``M >= c tau(M)``
 WINDOW = 5.0
@@ -117,3 +120,32 @@ def effective_sample_size(x, c: float = WINDOW):
     """
     tau = integrated_autocorrelation_time(x, c)
     return np.shape(x)[0] / tau
+
+
+def potential_scale_reduction(x) -> float:
+    r"""The split potential scale reduction ``R-hat`` of ``m`` chains, one per column of ``x``.
+
+    Each chain is cut into its two halves, giving ``M = 2m`` series of ``N = floor(n/2)``
+    draws with means ``x_j`` and variances ``s_j^2``; with ``W = mean_j s_j^2`` and
+    ``B/N`` the variance of the ``x_j`` (both with ``ddof = 1``),
+
+    .. math::  \hat R = \sqrt{\frac{(N - 1)/N\; W + B/N}{W}} .
+
+    ``R-hat`` is near 1 when every half-chain samples one law, and above it when the
+    chains sit in different places or drift (Gelman and Rubin 1992; the split form of
+    Gelman et al., *Bayesian Data Analysis*, 3rd ed., section 11.4).  ``x`` has shape
+    ``(n, m)``, ``m >= 2``, ``n >= 2 MIN_LENGTH``; a statistic constant within every half
+    gives ``inf`` if the halves differ and 1 if they do not.
+    """
+    a = v.finite_array("x", np.asarray(x, dtype=float), ndim=2)
+    n, m = a.shape
+    if m < 2 or n < 2 * MIN_LENGTH:
+        raise ValueError(f"x must hold m >= 2 chains (columns) of at least {2 * MIN_LENGTH} draws, "
+                         f"got shape {tuple(a.shape)}")
+    N = n // 2
+    halves = np.concatenate([a[:N], a[n - N:]], axis=1)              # (N, 2m)
+    W = halves.var(axis=0, ddof=1).mean()
+    B_over_N = halves.mean(axis=0).var(ddof=1)
+    if W == 0:
+        return 1.0 if B_over_N == 0 else math.inf
+    return float(math.sqrt(((N - 1) / N * W + B_over_N) / W))

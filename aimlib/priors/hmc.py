@@ -10,9 +10,10 @@ equations of ``H = U(X) + ||p||^2/2`` with ``n_leapfrog`` leapfrog steps of size
 and accepting the end point with probability ``min(1, exp(H_0 - H_1))``: the chain leaves the
 posterior invariant for any fixed ``step``.  The caller gives ``U`` as a function of the factors
 that returns ``(U, gradients, S)``, ``S`` what the chain reports at each kept state (the matrix
-or matrices the factors make).  :func:`aimlib.priors.sampled.hmc_chain` (untied key and query)
-and :func:`aimlib.priors.joint.sample_joint` (two layers seen through correlated noises) are
-its two posteriors.
+or matrices the factors make).  :func:`aimlib.priors.sampled.hmc_chain` (untied key and query),
+:func:`aimlib.priors.joint.sample_joint` (two layers seen through correlated noises) and
+:func:`aimlib.gd.posterior.sample_posterior` (the softmax AIM given its data, with label noise)
+are its three posteriors.
 """
 from __future__ import annotations
 
