@@ -24,7 +24,8 @@ from aimlib import _validate as v
 from aimlib import gd
 from aimlib import state_evolution as se
 from aimlib.channels import NoisySoftmax, softmax_k
-from aimlib.model import estimation_error, sample_dataset
+from aimlib.model import estimation_error, matrix_overlap, sample_dataset
+from aimlib.priors import teacher_width
 from _rows import data_parser, write_rows
 
 T, RHO, ALPHA_BAR, NOISE, RESTARTS = 2, 0.5, 0.4, 1e-4, 16
@@ -49,12 +50,13 @@ def summary(S_hats, S, post_mean, r: int) -> dict:
     return {"count": k, "single": estimation_error(S_hats, S).mean(), "average": estimation_error(centre, S),
             "half_pair": half, "to_post_mean": estimation_error(S_hats, post_mean).mean(),
             "offset": estimation_error(centre, post_mean) - half / k,
-            "overlap": float(np.mean((S_hats * S).sum(axis=(1, 2)))) / S.shape[0], **gd.spectral_statistics(S_hats, r)}
+            "overlap": float(np.mean([matrix_overlap(S_hat, S) for S_hat in S_hats])),
+            **gd.spectral_statistics(S_hats, r)}
 
 
 def rows(d: int, seed: int):
     """The three rows of one data set (module docstring)."""
-    data, r = data_set(d, seed), round(RHO * d)
+    data, r = data_set(d, seed), teacher_width(d, RHO)
     alpha = ALPHA_BAR / softmax_k(T)
     head = {"d": d, "seed": seed, "noise": NOISE, "n": data.n, "se": se.solve(alpha, T=T, rho=RHO, noise=NOISE).mmse,
             "se_clean": se.solve(alpha, T=T, rho=RHO).mmse,

@@ -130,7 +130,7 @@ def spectral_statistics(S_hats, r: int) -> dict:
     S_hats = v.finite_array("S_hats", S_hats, ndim=3)
     d = S_hats.shape[-1]
     r = v.integer("r", r, minimum=1, maximum=d)
-    lam = np.asarray(to_host(get_array_module(S_hats).linalg.eigvalsh(S_hats)))   # (k, d), ascending
+    lam = to_host(get_array_module(S_hats).linalg.eigvalsh(S_hats))             # (k, d), ascending
     values = (lam.sum(-1) / d, (lam ** 2).sum(-1) / d, (lam ** 3).sum(-1) / d, lam[:, -1], lam[:, d - r])
     return {k: float(x.mean()) for k, x in zip(SPECTRAL_STATISTICS, values)}
 
@@ -153,7 +153,7 @@ def _chain(start, potential, noise: float, n_warmup: int, n_kept: int, thin: int
     warm-up moves it towards ``TARGET_ACCEPTANCE``, and the kept trajectories take
     ``ceil(TRAJECTORY/step)`` leapfrog steps of it.  Returns ``(kept, stats, total, acceptance,
     step, n_leapfrog)``: every ``thin``-th state, ``((1/d) Tr S, (1/d) ||S||^2)`` of every
-    state, and their sum.
+    state (the first two of :data:`SPECTRAL_STATISTICS`, for each state), and their sum.
     """
     xp, d = get_array_module(start), start.shape[0]
     kept, stats, total = [], [], [xp.zeros((d, d), dtype=start.dtype)]
@@ -190,7 +190,7 @@ def _checked_draws(stats, where: str):
     """Refuse chains that disagree or hold too few independent draws (module docstring); returns
     ``(rhat, ess)`` of the two statistics."""
     stats = np.asarray(stats)                                       # (chains, draws, 2)
-    names = ("trace", "norm")
+    names = SPECTRAL_STATISTICS[:2]
     rhat = {k: float(potential_scale_reduction(stats[:, :, j].T)) for j, k in enumerate(names)}
     ess = {k: float(effective_sample_size(stats[:, :, j].T).sum()) for j, k in enumerate(names)}
     bad = [k for k in names if not (rhat[k] <= RHAT_MAX and ess[k] >= MIN_ESS)]
