@@ -112,27 +112,38 @@ def test_bad_settings_are_refused_by_name(kw, message):
         gd.sample_posterior(data.X, data.y, args.pop("noise"), **args)
 
 
-@pytest.fixture(scope="module")
-def committed():
-    """The made-by line and the rows of ``book/data/gd_vs_posterior.csv``, and the script module."""
+#: the committed comparisons: the default run, and the students trained four times longer
+FILES = {"gd_vs_posterior.csv": "",
+         "gd_vs_posterior_4000.csv": " --steps 4000 --out book/data/gd_vs_posterior_4000.csv"}
+
+
+def read_committed(name: str):
+    """The made-by line and the rows of ``book/data/<name>``, and the script module."""
     import sys
     sys.path.insert(0, str(ROOT / "scripts"))
     try:
         script, rows_module = importlib.import_module("gd_vs_posterior"), importlib.import_module("_rows")
     finally:
         sys.path.remove(str(ROOT / "scripts"))
-    path = ROOT / "book" / "data" / "gd_vs_posterior.csv"
+    path = ROOT / "book" / "data" / name
     with open(path) as fh:
         made_by = fh.readline()
     rows = [{k: (x if k == "method" else float(x)) for k, x in r.items()} for r in rows_module.read_rows(path)]
     return script, made_by, rows
 
 
-def test_the_committed_draws_mixed_and_obey_the_nishimori_identity(committed):
+@pytest.fixture(scope="module")
+def committed():
+    """The default comparison ``book/data/gd_vs_posterior.csv``: script, made-by line, rows."""
+    return read_committed("gd_vs_posterior.csv")
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_the_committed_draws_mixed_and_obey_the_nishimori_identity(name):
     """Every data set of the made-by line has its three rows; every posterior row passed the sampler's
     checks; averaged over the data sets of each ``d``, a draw's error is twice the posterior variance."""
-    _, made_by, rows = committed
-    assert made_by.startswith("# made by: OPENBLAS_NUM_THREADS=1 python scripts/gd_vs_posterior.py")
+    _, made_by, rows = read_committed(name)
+    assert made_by.strip() == "# made by: OPENBLAS_NUM_THREADS=1 python scripts/gd_vs_posterior.py" + FILES[name]
     keys = {(r["d"], r["seed"]) for r in rows}
     assert sorted(r["method"] for r in rows) == sorted(["posterior", "gd", "gd_clean"] * len(keys))
     post = [r for r in rows if r["method"] == "posterior"]
@@ -151,3 +162,19 @@ def test_a_committed_gradient_descent_row_is_reproduced(committed):
     again = script.summary(res.S_hat, data.S, np.zeros((30, 30)), 15)
     for column in ("single", "average", "half_pair", "overlap", *script.STATS):
         assert again[column] == pytest.approx(row[column], rel=1e-6), column
+
+
+def test_the_longer_budget_reran_the_same_draws():
+    """The run with ``--steps 4000`` sampled the same posteriors (same seeds): its posterior rows equal
+    the default run's, and only the students' rows differ."""
+    _, _, short = read_committed("gd_vs_posterior.csv")
+    _, _, long = read_committed("gd_vs_posterior_4000.csv")
+    key = lambda r: (r["d"], r["seed"], r["method"])          # noqa: E731
+    short, long = {key(r): r for r in short}, {key(r): r for r in long}
+    assert set(short) == set(long)
+    columns = ("single", "average", "half_pair", "overlap", "rhat", "ess", "acceptance", *gd.SPECTRAL_STATISTICS)
+    for k, row in short.items():
+        if k[2] == "posterior":
+            assert [long[k][c] for c in columns] == pytest.approx([row[c] for c in columns], rel=1e-12), k
+        else:
+            assert long[k]["single"] != pytest.approx(row["single"], rel=1e-3), k

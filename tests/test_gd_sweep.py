@@ -62,7 +62,7 @@ def test_rows_record_train_and_test_loss_and_nonzero_eigenvalues(tmp_path):
 def test_files_with_the_old_header_are_read_and_upgraded(tmp_path):
     path = ROOT / "sweeps" / "amp_finite_size.csv"
     old_text = path.read_text()
-    assert old_text.splitlines()[0].split(",") == OLD_COLUMNS[1]      # before train_loss and reason
+    assert old_text.splitlines()[0].split(",") == OLD_COLUMNS[2]      # before train_loss, reason and curve
     rows = read_results(path)
     assert len(rows) == 40 and all(r["train_loss"] is None and r["mmse"] > 0 for r in rows)
     copy = tmp_path / "amp_finite_size.csv"

@@ -717,7 +717,7 @@ def test_load_results_gives_the_rows_in_spec_order():
 
 
 def test_files_of_earlier_headers_are_read_and_rewritten_with_reason(tmp_path):
-    """A file without the column ``reason`` (as every committed file written before it, such as
+    """A file without the columns ``reason`` and ``curve`` (as every committed file written before it, such as
     sweeps/amp_finite_size.csv) is read with that field empty; a sweep that writes to it rewrites it with the
     current header, its rows kept, and new amp rows say why they ended."""
     from aimlib.sweep.store import COLUMNS, OLD_COLUMNS
@@ -727,7 +727,7 @@ def test_files_of_earlier_headers_are_read_and_rewritten_with_reason(tmp_path):
     spec = dict(SMALL, method="amp", alpha_bar=[0.45], T=2, options={"amp": {"max_iter": 60}})
     first = run_sweep(spec, out, workers=1, progress=False)
     lines = out.read_text().splitlines()
-    legacy = [",".join(OLD_COLUMNS[0])] + [_drop_reason(line) for line in lines[1:]]
+    legacy = [",".join(OLD_COLUMNS[1])] + [_drop_columns(line, ("curve", "reason")) for line in lines[1:]]
     out.write_text("\n".join(legacy) + "\n")
     old_rows = sweep.read_results(out)
     assert [r["reason"] for r in old_rows] == [None] * len(old_rows) and len(old_rows) == first.n_runs
@@ -738,11 +738,12 @@ def test_files_of_earlier_headers_are_read_and_rewritten_with_reason(tmp_path):
     assert all(r["reason"] in ("tol", "oscillating", "max_iter", "perfect") for r in rows[len(old_rows):])
 
 
-def _drop_reason(line: str) -> str:
+def _drop_columns(line: str, names) -> str:
     import csv
     from aimlib.sweep.store import COLUMNS
     fields = next(csv.reader([line]))
-    del fields[COLUMNS.index("reason")]
+    for i in sorted((COLUMNS.index(name) for name in names), reverse=True):
+        del fields[i]
     buf = io.StringIO()
     csv.writer(buf, lineterminator="").writerow(fields)
     return buf.getvalue()

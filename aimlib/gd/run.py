@@ -19,6 +19,7 @@ from .memory import check_memory_mb, memory_estimate
 from .objective import count_nonzero
 from ..channels.softmax import check_beta
 from .checks import checked_width, data_free_errors
+from .schedule import kept_curve
 from .train import train_gd
 
 _NOT_OPTIONS = ("X", "y", "S", "init", "restarts", "X_test", "y_test", "shift", "shifts")
@@ -126,6 +127,7 @@ def _summary(res) -> dict:
         "keep": res.keep,
         "train_loss_start": [float(x) for x in res.train_loss[:, 0]],
         "mmse_single_start": [float(e) for e in res.mmse_curve[:, 0]],
+        "curve": kept_curve(res),
     }
 
 
@@ -213,7 +215,8 @@ def run_gd(T: int, rho: float, alpha: float, d: int, seed=None, *, restarts: int
         (the ``k`` single-run errors), ``mmse_single_std``, ``T``, ``rho``, ``n``, ``rank``,
         ``train_loss``, ``test_loss`` (final square losses), ``train_loss_start`` and
         ``mmse_single_start`` (the training loss and error of each restart at its start),
-        ``n_steps``, ``converged`` (the
+        ``curve`` (the errors of the kept parameters at every recorded step,
+        :func:`aimlib.gd.schedule.kept_curve`), ``n_steps``, ``converged`` (the
         training loss reached ``tol``), ``n_nonzero`` (eigenvalues of each ``S_hat`` above
         :data:`aimlib.gd.objective.EIG_TOL`), ``student`` and ``weight_decay`` (per restart where it applies),
         ``lr`` (the step used: given, or :func:`aimlib.gd.optim.default_lr`; before any decay), ``keep``

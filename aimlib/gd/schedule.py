@@ -15,7 +15,9 @@ training budget):
 
 The recorded curves then hold, at every recording step ``s``, the errors of the current
 parameters and those of the parameters of lowest loss up to ``s``: one run gives the fixed
-and the stopped estimator for every budget ``s`` at once.
+and the stopped estimator for every budget ``s`` at once; :func:`kept_curve` summarises the curve of
+the parameters a run keeps over its restarts, and :func:`spread_and_centre` splits it into the spread of
+a run about the centre of the runs and the error of that centre.
 """
 from __future__ import annotations
 
@@ -154,3 +156,42 @@ def stop_converged(active, converged: np.ndarray, train_loss, tol: float):
         converged[to_host(xp.nonzero(done)[0])] = True
         active = active & ~done
     return active
+
+
+def spread_and_centre(single, averaged, k: int):
+    r"""The spread ``D/2`` of one run about the centre of the runs, and the error ``E_inf`` of that centre.
+
+    For ``k`` runs on one data set with mean single-run error ``E_1`` (``single``) and error ``E_k``
+    of their average (``averaged``), :math:`E_1 = E_\infty + D/2` and :math:`E_k = E_\infty + D/(2k)`
+    (book, chapter "Gradient descent", the exercise on the spread), so
+
+    .. math::
+
+        D/2 = \frac{k}{k-1}\,(E_1 - E_k), \qquad E_\infty = \frac{k E_k - E_1}{k-1}.
+
+    Elementwise on arrays; ``k >= 2``.
+    """
+    k = v.integer("k", k, minimum=2)
+    single, averaged = np.asarray(single, dtype=float), np.asarray(averaged, dtype=float)
+    return k / (k - 1) * (single - averaged), (k * averaged - single) / (k - 1)
+
+
+def kept_curve(res) -> dict | None:
+    """The recorded curve of the parameters a run keeps, as plain lists over the recorded steps.
+
+    ``res`` is a :class:`~aimlib.gd.train.GDResult` with a teacher.  For ``keep='last'`` the errors
+    are those of the current parameters at each recorded step ``s``; for ``keep='lowest'`` those of
+    each restart's parameters of lowest training loss up to ``s`` (the run stopped there).  Keys:
+    ``step``, ``single`` and ``single_std`` (mean and standard deviation, ``ddof=1``, over the ``k``
+    restarts of ``(1/d)||S_hat_i - S||_F^2``), ``averaged`` (the error of their average) and
+    ``train_loss`` (the mean training loss of the current parameters).  ``None`` without a teacher.
+    """
+    lowest = res.keep == "lowest"
+    single = res.mmse_lowest_curve if lowest else res.mmse_curve
+    averaged = res.mmse_lowest_averaged_curve if lowest else res.mmse_averaged_curve
+    if single is None:
+        return None
+    std = single.std(axis=0, ddof=1) if single.shape[0] > 1 else np.zeros(single.shape[1])
+    return {"step": [int(s) for s in res.steps], "single": single.mean(axis=0).tolist(),
+            "single_std": std.tolist(), "averaged": np.asarray(averaged, dtype=float).tolist(),
+            "train_loss": res.train_loss.mean(axis=0).tolist()}

@@ -20,7 +20,9 @@
     its tolerance before its ``steps``, which are a budget); ``train_loss``, ``test_loss`` (final
     square losses on the training set and on fresh samples) and ``n_nonzero``
     (eigenvalues of ``S_hat`` above :data:`aimlib.gd.EIG_TOL` in absolute
-    value), each the mean over the restarts.
+    value), each the mean over the restarts; with the option ``record_every``, ``curve``: the
+    errors of the kept parameters at every recorded step (:func:`aimlib.gd.schedule.kept_curve`,
+    a JSON object of lists), so that one run of ``steps`` gives every smaller budget.
 
 A run with a token law other than ``gaussian`` samples its tokens from it and
 records the law under ``tokens`` in the ``options`` column.
@@ -92,7 +94,8 @@ def _gd(run: Run, opts: dict) -> dict:
     std = (math.sqrt(sum((x - mean) ** 2 for x in single) / (len(single) - 1))
            if len(single) > 1 else float(out.get("mmse_single_std", 0.0)))
     avg = float(out["mmse_averaged"])
-    return {"n": out["n"], "mmse": avg if run.method == "gd_avg" else mean,
+    curve = out["curve"] if "record_every" in opts else None
+    return {"n": out["n"], "mmse": avg if run.method == "gd_avg" else mean, "curve": curve,
             "iterations": max(int(s) for s in out["n_steps"]), "converged": all(out["converged"]),
             "mmse_single": mean,
             "mmse_single_std": std, "mmse_averaged": avg, **_restart_means(out)}

@@ -47,16 +47,18 @@ COLUMNS = [
     # metrics
     "n", "mmse", "q", "iterations", "converged", "reason", "mmse_pred", "mmse_single", "mmse_single_std",
     "mmse_averaged", "mmse_layers", "mmse_pred_layers", "train_loss", "test_loss", "n_nonzero",
-    "seconds",
+    "curve", "seconds",
     # provenance
     "aimlib_version", "backend", "hostname", "timestamp",
 ]
 
-#: the columns of files written before ``reason`` (why a GAMP-RIE run ended), and before that before
-#: ``train_loss``, ``test_loss``, ``n_nonzero``; such a file is read as it is and rewritten with the
-#: current header (empty new fields) when a sweep writes to it
-OLD_COLUMNS = ([c for c in COLUMNS if c != "reason"],
-               [c for c in COLUMNS if c not in ("reason", "train_loss", "test_loss", "n_nonzero")])
+#: the columns of files written before ``curve`` (a gradient-descent run's recorded errors), before that
+#: before ``reason`` (why a GAMP-RIE run ended), and before that before ``train_loss``, ``test_loss``,
+#: ``n_nonzero``; such a file is read as it is and rewritten with the current header (empty new
+#: fields) when a sweep writes to it
+OLD_COLUMNS = ([c for c in COLUMNS if c != "curve"],
+               [c for c in COLUMNS if c not in ("curve", "reason")],
+               [c for c in COLUMNS if c not in ("curve", "reason", "train_loss", "test_loss", "n_nonzero")])
 
 _INT_COLUMNS = {"T", "d", "seed", "restarts", "steps", "max_iter", "n", "iterations"}
 _FLOAT_COLUMNS = {"alpha", "alpha_bar", "beta", "noise", "c", "mmse", "q", "mmse_pred",
@@ -65,6 +67,8 @@ _FLOAT_COLUMNS = {"alpha", "alpha_bar", "beta", "noise", "c", "mmse", "q", "mmse
 _BOOL_COLUMNS = {"converged"}
 #: one number, or a JSON list of one number per teacher (layered channels)
 _LIST_COLUMNS = {"rho", "mmse_layers", "mmse_pred_layers"}
+#: a JSON object of lists (:func:`aimlib.gd.schedule.kept_curve`)
+_OBJECT_COLUMNS = {"curve"}
 #: a row's ``timestamp`` (:func:`timestamp`): UTC, to the second, with its offset
 _TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d")
 
@@ -86,6 +90,8 @@ def _format(x) -> str:
         return repr(x)
     if isinstance(x, (tuple, list)):
         return json.dumps([float(v) for v in x], separators=(",", ":"))
+    if isinstance(x, dict):
+        return json.dumps(x, separators=(",", ":"))
     return str(x)
 
 
@@ -111,6 +117,8 @@ def _parse(name: str, text: str):
         return text == "true"
     if name in _LIST_COLUMNS:
         return tuple(json.loads(text)) if text.startswith("[") else float(text)
+    if name in _OBJECT_COLUMNS:
+        return json.loads(text)
     return text
 
 
