@@ -7,8 +7,8 @@ A run of ``s`` steps is the first ``s`` steps of a longer one (a fixed step, or 
 run of 4000 steps equals, at step 1000, the row of a run of 1000 steps, to the last digit.  On
 another machine round-off enters: the chapter's earlier curves, made elsewhere, agreed with these
 rows to eight digits up to step 1000 and under the decayed step, but at a fixed step past the
-training loss's minimum (near step 1500) Adam amplified it to 5e-4 (relative) at step 4000, so
-the rerun below is of a run of 1000 steps.
+training loss's minimum (near step 1500) Adam amplified it to 1e-3 (relative) at step 4000
+(6e-3 stopped at the lowest loss), so the rerun below is of a run of 1000 steps.
 """
 from __future__ import annotations
 
