@@ -9,7 +9,7 @@ the package, what needed it and the command that installs it.
 ======================  ====================================================
 extra                   packages (import names)
 ======================  ====================================================
-``gpu``                 ``cupy`` (:mod:`aimlib.backend`; its absence means NumPy)
+``gpu``                 ``cupy``, ``cupyx`` (:mod:`aimlib.backend`; their absence means NumPy)
 ``widgets``             ``ipywidgets``, ``IPython``, ``matplotlib``
                         (:mod:`aimlib.widgets`, :mod:`aimlib.plotting`)
 ``sweep``               ``yaml``, ``tqdm``, ``dask``, ``distributed``,
@@ -26,6 +26,7 @@ __all__ = ["EXTRAS", "MissingDependency", "install_hint", "optional_import"]
 #: import name of each optional package -> (its distribution on PyPI, the extra of aimlib that installs it)
 EXTRAS = {
     "cupy": ("cupy-cuda13x", "gpu"),
+    "cupyx": ("cupy-cuda13x", "gpu"),
     "ipywidgets": ("ipywidgets", "widgets"),
     "IPython": ("ipython", "widgets"),
     "matplotlib": ("matplotlib", "widgets"),

@@ -23,6 +23,7 @@ import os
 import warnings
 
 import numpy as np
+import scipy.linalg
 
 from ._optional import install_hint, optional_import
 
@@ -35,6 +36,7 @@ __all__ = [
     "to_common",
     "backend_name",
     "float_dtype",
+    "solve_triangular",
     "BackendError",
 ]
 
@@ -147,6 +149,17 @@ def to_common(*arrays):
     """
     xp = get_array_module(*arrays)
     return (xp, *(None if a is None else to_device(a, xp) for a in arrays))
+
+
+def solve_triangular(xp):
+    """``scipy.linalg.solve_triangular`` for module ``xp``: SciPy's for NumPy, ``cupyx.scipy``'s for CuPy.
+
+    Both take ``(a, b, trans=..., lower=...)`` and solve ``a x = b`` (``a^T x = b``
+    with ``trans='T'``) for a triangular ``a`` of ``xp``.
+    """
+    if xp is np:
+        return scipy.linalg.solve_triangular
+    return optional_import("cupyx.scipy.linalg", "triangular solves on the GPU").solve_triangular
 
 
 def float_dtype(dtype, default=np.float64):

@@ -81,6 +81,8 @@ def strict_cupy(monkeypatch):
     from aimlib import backend as backend_module
 
     monkeypatch.setitem(sys.modules, "cupy", stand_in)
+    for name, module in stand_in.CUPYX_MODULES.items():
+        monkeypatch.setitem(sys.modules, name, module)
     monkeypatch.setenv("AIMLIB_BACKEND", "numpy")   # new arrays on the host unless a test asks for 'cupy'
 
     monkeypatch.setattr(backend_module, "_CUPY", None)

@@ -38,8 +38,9 @@ Where it is stricter or looser than CuPy
 * Looser: NumPy functions that CuPy lacks are still provided whenever NumPy
   has them; dtype promotion, the ``out=`` argument, strides and memory
   layout follow NumPy; floating-point warnings are silenced (CuPy never
-  warns); there is one fake device and no streams, memory pool, kernels,
-  ``cupyx`` or asynchronous execution.  Timing and memory use say nothing
+  warns); there is one fake device and no streams, memory pool, kernels
+  or asynchronous execution, and of ``cupyx`` only ``cupyx.scipy.linalg.solve_triangular``
+  (:data:`CUPYX_MODULES`).  Timing and memory use say nothing
   about a GPU.
 """
 from __future__ import annotations
@@ -48,6 +49,7 @@ import sys
 import types
 
 import numpy as np
+import scipy.linalg
 
 __version__ = "13.0.0+strict-stand-in"
 
@@ -456,6 +458,16 @@ cuda = types.SimpleNamespace(
         deviceSynchronize=lambda: None,
     ),
 )
+
+
+# cupyx, as far as aimlib uses it: the modules to install in sys.modules under their names
+_cupyx_linalg = types.ModuleType("cupyx.scipy.linalg")
+_cupyx_linalg.solve_triangular = _device_function(scipy.linalg.solve_triangular, "solve_triangular")
+_cupyx_scipy = types.ModuleType("cupyx.scipy")
+_cupyx_scipy.linalg = _cupyx_linalg
+_cupyx = types.ModuleType("cupyx")
+_cupyx.scipy = _cupyx_scipy
+CUPYX_MODULES = {"cupyx": _cupyx, "cupyx.scipy": _cupyx_scipy, "cupyx.scipy.linalg": _cupyx_linalg}
 
 
 # where ndarray.__array_function__ looks for the implementation of numpy.<module>.<name>

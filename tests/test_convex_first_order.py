@@ -19,9 +19,10 @@ needs_cvxpy = pytest.mark.skipif(importlib.util.find_spec("cvxpy") is None,
                                  reason="cvxpy is not installed (it is in requirements.txt)")
 
 
-def _softmax(d, alpha, T=2, rho=0.25, seed=1):
+def _softmax(d, alpha, T=2, rho=0.25, seed=1, **kw):
     data = sample_dataset(alpha, d, T, rho, make_channel("softmax"), seed=seed, backend="numpy")
-    return data, SoftmaxDifferences(data.X, chunk_size=7), softmax_targets(data.n, T, y=data.y, beta=1.0)
+    return (data, SoftmaxDifferences(data.X, chunk_size=7, **kw),
+            softmax_targets(data.n, T, y=data.y, beta=1.0))
 
 
 def _dense(op):
@@ -70,7 +71,10 @@ def test_gram_solver_declines_a_singular_or_oversized_gram_matrix():
     assert _softmax(6, 0.4)[1].gram_solver() is None           # m = 28 > d(d+1)/2 = 21
     assert _gaussian(5, 0.9)[0].gram_solver() is None          # m = 44 > 15
     assert _gaussian(10, 0.15, cache_mb=0)[0].gram_solver() is None
-    assert _softmax(10, 0.15)[1].gram_solver(memory_mb=0.01) is None
+    assert _softmax(10, 0.15, gram_mb=0.01)[1].gram_solver() is None
+    m = _softmax(10, 0.15)[1].m                                 # K and its factor: 16 m^2 bytes
+    assert _softmax(10, 0.15, gram_mb=16 * m * m / 2**20)[1].gram_solver() is not None
+    assert _softmax(10, 0.15, gram_mb=16 * m * m / 2**20 * 0.99)[1].gram_solver() is None
 
 
 @pytest.mark.parametrize("ensemble", ["softmax", "gaussian"])
@@ -127,6 +131,15 @@ def test_admm_on_the_strict_stand_in(strict_cupy):
     dev = min_trace_admm(op_dev, to_device(b, strict_cupy), tol=1e-6)
     assert isinstance(dev.S, strict_cupy.ndarray) and dev.converged
     assert np.allclose(to_host(dev.S), ref.S, atol=1e-9)
+
+
+def test_exact_gram_solve_on_the_strict_stand_in(strict_cupy):
+    """The Cholesky factor and its triangular solves on the device (m = 30 <= d(d+1)/2 = 55)."""
+    data, op, _ = _softmax(10, 0.15)
+    dev = SoftmaxDifferences(to_device(data.X, strict_cupy), chunk_size=7)
+    r = np.random.default_rng(2).standard_normal(op.m)
+    x = dev.gram_solver()(to_device(r, strict_cupy))
+    assert isinstance(x, strict_cupy.ndarray) and np.allclose(to_host(x), op.gram_solver()(r), atol=1e-12)
 
 
 def test_unconverged_is_never_reported_solved():

@@ -20,12 +20,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validate as v
-from ..backend import get_array_module, module_named, to_device, to_host
+from ..backend import get_array_module, module_named, solve_triangular, to_device, to_host
 from ..channels.softmax import check_beta
 from ..index_map import IndexMap
 from .cone import goe_frobenius
 
-__all__ = ["measurement_pairs", "softmax_targets", "gram_inverse", "SoftmaxDifferences",
+__all__ = ["measurement_pairs", "softmax_targets", "gram_fits", "gram_inverse", "SoftmaxDifferences",
            "GaussianMeasurements"]
 
 
@@ -63,28 +63,39 @@ def softmax_targets(n: int, T: int, *, h=None, y=None, beta=None) -> np.ndarray:
     return (z[:, ia, ib] - z[:, ia, 0] + z[:, 0, ia] - z[:, :1, 0]).reshape(-1)
 
 
+def gram_fits(m: int, d: int, memory_mb: float) -> bool:
+    """Whether :func:`gram_inverse` can serve ``m`` measurements of ``d x d`` matrices in ``memory_mb``.
+
+    ``K = A A^*`` is singular when ``m > d(d+1)/2`` (more measurements than
+    symmetric matrices have entries); ``K`` and its Cholesky factor take
+    ``16 m^2`` bytes.
+    """
+    return m <= d * (d + 1) // 2 and 16 * m * m <= memory_mb * 2**20
+
+
 def gram_inverse(K):
     r"""``r -> K^{-1} r`` for the Gram matrix ``K = A A^*`` of a measurement map; ``None`` if it is singular.
 
     ``K`` is positive definite when the ``A_k`` are linearly independent
     (``m <= d(d+1)/2`` generic measurements).  Its Cholesky factor ``L``
-    tests that (``O(m^3/3)``); a failed factorisation, a non-finite factor, or
-    ``(max_i L_ii / min_i L_ii)^2`` (a lower bound on the condition number)
-    above ``1e10`` gives ``None``: the caller then solves by conjugate
-    gradients, whose inexact solution the certificate of
-    :func:`~.first_order.min_trace_admm` does not rest on.
+    (``K = L L^T``, from ``K``'s lower triangle; ``O(m^3/3)``) tests that: a
+    failed factorisation, a non-finite factor, or ``(max_i L_ii / min_i L_ii)^2``
+    (a lower bound on the condition number) above ``1e10`` gives ``None``, and
+    the caller then solves by conjugate gradients, whose inexact solution the
+    certificate of :func:`~.first_order.min_trace_admm` does not rest on.
+    Otherwise each call solves ``L u = r`` and ``L^T x = u`` (``O(m^2)``).
     """
     xp = get_array_module(K)
-    K = (K + K.T) / 2
     try:
-        diag = xp.diagonal(xp.linalg.cholesky(K))
+        L = xp.linalg.cholesky(K)
     except np.linalg.LinAlgError:
         return None
+    diag = xp.diagonal(L)
     low, high = float(to_host(diag.min())), float(to_host(diag.max()))
     if not low * low > 1e-10 * high * high:                          # also catches NaN
         return None
-    inv = xp.linalg.inv(K)
-    return lambda r: inv @ r
+    solve = solve_triangular(xp)
+    return lambda r: solve(L, solve(L, r, lower=True), trans="T", lower=True)
 
 
 class SoftmaxDifferences:
@@ -93,11 +104,14 @@ class SoftmaxDifferences:
     With ``P = (T^2+T-2)/2`` pairs per sample, ``m = n P``.  The adjoint of
     ``w`` is :meth:`IndexMap.adjoint` of the ``G`` with ``G_ab = G_ba = w_ab/2``
     (``a < b``), ``G_aa = w_aa`` and ``G_11 = -sum_(a,b) w_ab`` per sample.
-    ``memory_mb``, ``chunk_size``: as for :class:`aimlib.index_map.IndexMap`.
+    ``memory_mb``, ``chunk_size``: as for :class:`aimlib.index_map.IndexMap`;
+    ``gram_mb``: what :meth:`gram_solver` may use.
     """
 
-    def __init__(self, X, *, memory_mb: float = v.MEMORY_MB, chunk_size: int | None = None):
+    def __init__(self, X, *, memory_mb: float = v.MEMORY_MB, chunk_size: int | None = None,
+                 gram_mb: float = 1024.0):
         self.index = IndexMap(X, memory_mb=memory_mb, chunk_size=chunk_size)
+        self.gram_mb = v.nonnegative("gram_mb", gram_mb)
         self.xp, self.d = self.index.xp, self.index.d
         self.ia, self.ib = measurement_pairs(self.index.T)
         self.m = self.index.n * len(self.ia)
@@ -145,21 +159,23 @@ class SoftmaxDifferences:
         tr = self._traces(Gm)
         return self._pair_gram(Gm, tr, tr)
 
-    def gram_solver(self, memory_mb: float = 1024.0):
+    def gram_solver(self):
         r"""``r -> (A A^*)^{-1} r`` exactly, from the whole ``m x m`` Gram matrix; or ``None``.
 
         ``K`` is built sample block by sample block from the tokens' products
-        (:meth:`_pair_gram`, ``O(n^2 T^2 d)`` work) and factorised once
-        (:func:`gram_inverse`).  ``None`` when ``m > d(d+1)/2`` (``K`` singular)
-        or when ``K`` and its intermediates would need more than ``memory_mb``.
+        (:meth:`_pair_gram`, ``O(n^2 T^2 d)`` work, its intermediates in what
+        ``gram_mb`` leaves beside ``K`` and its factor) and factorised once
+        (:func:`gram_inverse`).  ``None`` unless :func:`gram_fits` (``K``
+        singular, or ``K`` and its factor beyond ``gram_mb``).
         """
         xp, X, n, P = self.xp, self.index.X, self.index.n, len(self.ia)
-        if self.m > self.d * (self.d + 1) // 2 or 8 * self.m * self.m * 4 > memory_mb * 2**20:
+        if not gram_fits(self.m, self.d, self.gram_mb):
             return None
         tr = self._traces(X @ xp.swapaxes(X, 1, 2))
         flat = X.reshape(-1, self.d)
         K = xp.empty((n, P, n, P))
-        rows = max(1, int(memory_mb * 2**20 // (8 * 12 * n * self.index.T ** 2 * P * P)))
+        spare = self.gram_mb * 2**20 - 16 * self.m * self.m                # beside K and its factor
+        rows = max(1, int(spare // (8 * 12 * n * self.index.T ** 2 * P * P)))
         for s in range(0, n, rows):
             G = (X[s:s + rows].reshape(-1, self.d) @ flat.T).reshape(-1, self.index.T, n, self.index.T)
             G = xp.swapaxes(G, 1, 2)                                    # (rows, n, T, T)
@@ -225,11 +241,10 @@ class GaussianMeasurements:
         r"""``r -> (A A^*)^{-1} r`` exactly, from the ``m x m`` Gram matrix ``K_kl = <A_k, A_l>``; or ``None``.
 
         ``K`` is built chunk by chunk (``O(m^2 d^2)`` work) and factorised once
-        (:func:`gram_inverse`).  ``None`` when ``m > d(d+1)/2`` (``K`` singular),
-        or unless all the ``A_k`` are cached and ``K`` fits in ``cache_mb`` too.
+        (:func:`gram_inverse`).  ``None`` unless all the ``A_k`` are cached and
+        :func:`gram_fits` within ``cache_mb`` too.
         """
-        if (self.m > self.d * (self.d + 1) // 2 or self.cached * self.chunk < self.m
-                or 8 * self.m * self.m > self.cache_mb * 2**20):
+        if self.cached * self.chunk < self.m or not gram_fits(self.m, self.d, self.cache_mb):
             return None
         K = self.xp.empty((self.m, self.m))
         for s, A in self._chunks():

@@ -22,16 +22,20 @@ from ..model import estimation_error, n_samples, sample_dataset, sample_teacher,
 from ..channels import softmax_k
 from .cone import goe_frobenius
 from .first_order import min_trace_admm
+from .null_space import GaussianNullSpace
 from .operators import (GaussianMeasurements, SoftmaxDifferences, measurement_pairs,
                         softmax_targets)
 
 __all__ = ["softmax_measurements", "gaussian_measurements", "min_trace_solve",
-           "min_trace_estimate", "recovery_trial", "MEASUREMENTS", "SOLVERS"]
+           "min_trace_estimate", "recovery_trial", "MEASUREMENTS", "SOLVERS", "GAUSSIAN_MAPS"]
 
 #: the measurement ensembles of :func:`recovery_trial`
 MEASUREMENTS = ("softmax", "gaussian")
 #: the solvers of :func:`recovery_trial`
 SOLVERS = ("scs", "admm")
+#: how :func:`recovery_trial`'s ADMM poses Gaussian measurements: the ``A_k`` themselves
+#: (:class:`~.operators.GaussianMeasurements`) or their null space (:class:`~.null_space.GaussianNullSpace`)
+GAUSSIAN_MAPS = ("measurements", "null_space")
 
 
 def softmax_measurements(X, *, h=None, y=None, beta=None):
@@ -133,7 +137,8 @@ def min_trace_estimate(X, *, h=None, y=None, beta=None, **solver):
 
 
 def recovery_trial(measurements: str, d: int, rho: float, alpha: float, T: int = 2,
-                   seed=0, solver: str = "scs", **options) -> dict:
+                   seed=0, solver: str = "scs", gram_mb: float = 1024.0,
+                   gaussian_map: str = "measurements", **options) -> dict:
     r"""One minimum-trace solve: teacher and measurements from ``seed``, the relative error.
 
     ``measurements='softmax'`` samples a softmax data set (``n = round(alpha d^2)``
@@ -144,9 +149,13 @@ def recovery_trial(measurements: str, d: int, rho: float, alpha: float, T: int =
     (:func:`aimlib._validate.run_streams`), as every run draws its training data.
     ``solver='scs'`` builds the measurement matrices and calls
     :func:`min_trace_solve`; ``'admm'`` stays matrix-free
-    (:class:`~.operators.SoftmaxDifferences`, :class:`~.operators.GaussianMeasurements`,
-    a different draw of the Gaussian ``A_k``) and calls
-    :func:`~.first_order.min_trace_admm`.  ``options`` go to the solver.
+    (:class:`~.operators.SoftmaxDifferences`, and for Gaussian measurements
+    :class:`~.operators.GaussianMeasurements`, a different draw of the ``A_k``,
+    or with ``gaussian_map='null_space'`` :class:`~.null_space.GaussianNullSpace`,
+    the same law of the problem) and calls
+    :func:`~.first_order.min_trace_admm`, its exact Gram solve (and the Gaussian
+    ``A_k``'s cache, or the null space) allowed ``gram_mb`` MiB.  ``options`` go
+    to the solver.
 
     Returns
     -------
@@ -157,19 +166,25 @@ def recovery_trial(measurements: str, d: int, rho: float, alpha: float, T: int =
     """
     v.choice("measurements", measurements, MEASUREMENTS)
     v.choice("solver", solver, SOLVERS)
+    v.choice("gaussian_map", gaussian_map, GAUSSIAN_MAPS)
+    if gaussian_map != "measurements" and solver != "admm":
+        raise ValueError(f"gaussian_map = {gaussian_map!r} needs solver = 'admm', got {solver!r}")
     T = v.integer("T", T, minimum=2)
     rng = v.run_streams(seed).data
     if measurements == "softmax":
         data = sample_dataset(alpha, d, T, rho, make_channel("softmax"), rng, backend="numpy")
-        S = data.S
+        S, m = data.S, data.n * softmax_k(T) // 2
     else:
         S = sample_teacher(d, rho, rng, backend="numpy")
         m = n_samples(alpha, d) * softmax_k(T) // 2
     if solver == "admm":
         if measurements == "softmax":
-            op, b = SoftmaxDifferences(data.X), softmax_targets(data.n, T, y=data.y, beta=1.0)
+            op = SoftmaxDifferences(data.X, gram_mb=gram_mb)
+            b = softmax_targets(data.n, T, y=data.y, beta=1.0)
         else:
-            op = GaussianMeasurements(d, m, rng, backend="numpy")
+            op = (GaussianMeasurements(d, m, rng, backend="numpy", cache_mb=gram_mb)
+                  if gaussian_map == "measurements" else
+                  GaussianNullSpace(d, m, rng, backend="numpy", memory_mb=gram_mb))
             b = op.forward(S)
         res = min_trace_admm(op, b, **options)
         S_hat, extra = to_host(res.S), {"solver": solver, "iterations": res.iterations,
@@ -180,5 +195,5 @@ def recovery_trial(measurements: str, d: int, rho: float, alpha: float, T: int =
         S_hat, extra = min_trace_solve(A, b, **options), {}
     rel = np.sqrt(estimation_error(S_hat, S) / estimation_error(np.zeros_like(S), S))
     return {"measurements": measurements, "d": d, "r": teacher_width(d, rho), "rho": float(rho),
-            "T": T, "alpha": float(alpha), "seed": v.seed_label(seed), "m": len(b),
+            "T": T, "alpha": float(alpha), "seed": v.seed_label(seed), "m": m,
             "rel_error": float(rel), **extra}
