@@ -170,13 +170,13 @@ def recovery_trial(measurements: str, d: int, rho: float, alpha: float, T: int =
     if gaussian_map != "measurements" and solver != "admm":
         raise ValueError(f"gaussian_map = {gaussian_map!r} needs solver = 'admm', got {solver!r}")
     T = v.integer("T", T, minimum=2)
+    m = n_samples(alpha, d) * softmax_k(T) // 2            # (T^2 + T - 2)/2 per sample
     rng = v.run_streams(seed).data
     if measurements == "softmax":
         data = sample_dataset(alpha, d, T, rho, make_channel("softmax"), rng, backend="numpy")
-        S, m = data.S, data.n * softmax_k(T) // 2
+        S = data.S
     else:
         S = sample_teacher(d, rho, rng, backend="numpy")
-        m = n_samples(alpha, d) * softmax_k(T) // 2
     if solver == "admm":
         if measurements == "softmax":
             op = SoftmaxDifferences(data.X, gram_mb=gram_mb)
