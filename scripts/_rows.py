@@ -17,6 +17,8 @@ from aimlib import files
 
 #: where the committed data live
 DATA = Path(__file__).resolve().parents[1] / "book" / "data"
+#: how the first line of a data file begins; the command that made the file follows
+MADE_BY = "# made by: "
 
 
 def _out_path(text: str) -> str:
@@ -45,6 +47,15 @@ def read_rows(path) -> list[dict]:
         return list(csv.DictReader(line for line in fh if not line.startswith("#")))
 
 
+def made_by(path) -> str:
+    """The command on the ``# made by:`` line that :func:`write_rows` puts first in ``path``."""
+    with os.fdopen(files.open_input("--out", path), newline="") as fh:
+        first = fh.readline().rstrip("\n")
+    if not first.startswith(MADE_BY):
+        raise ValueError(f"{path} does not begin with a '{MADE_BY}' line: {first[:60]!r}")
+    return first.removeprefix(MADE_BY)
+
+
 def write_rows(path, command: str, columns, rows, *, append: bool = False) -> int:
     """Write ``rows`` (dicts; keys outside ``columns`` are left out) to ``path``; returns 0, the exit status.
 
@@ -65,7 +76,7 @@ def write_rows(path, command: str, columns, rows, *, append: bool = False) -> in
     with os.fdopen(fd, "a" if old else "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
         if not old:
-            fh.write(f"# made by: {command}\n")
+            fh.write(f"{MADE_BY}{command}\n")
             writer.writeheader()
         for row in rows:
             writer.writerow(row)

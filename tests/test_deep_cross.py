@@ -15,6 +15,7 @@ from aimlib.channels.deep_moments import residual_law
 from aimlib.priors import Centred, Gaussian, Wishart
 from aimlib.priors.correlated import (check_kappa, correlated_goe, cross_residual, gaussian_pair, layer_noises,
                                       measure_cross_residual)
+from script_support import ROOT, committed, import_script
 
 WISHART = (Wishart(0.5), Wishart(0.5))
 #: the separable fixed point of Wishart teachers at alpha = 0.5 (c = 0.5, rho = 0.5, T = 2):
@@ -147,39 +148,28 @@ def test_the_cross_term_moves_the_moments_gamp_measures():
     assert sep1 == pytest.approx(sep0, rel=0.02)
 
 
-def test_the_cross_overlap_script_runs_the_sweeps_data_sets(monkeypatch):
+def test_the_cross_overlap_script_runs_the_sweeps_data_sets():
     """scripts/deep_cross_overlap.py at d = 50, alpha = 0.3, seed 0 is the run of the committed sweep
     sweeps/deep_amp_wishart_window.csv (the same errors to nine digits), and its overlaps are those of
     its estimates: q_12 = e_12 + s_12 + the two mixed terms, each of order 1/sqrt(d)."""
-    from pathlib import Path
-
     from aimlib.sweep import load_results
-    root = Path(__file__).resolve().parents[1]
-    monkeypatch.syspath_prepend(str(root / "scripts"))
-    import deep_cross_overlap as script
-    row = script.run(0.3, 50, 0)
-    sweep = [r for r in load_results(root / "sweeps" / "deep_amp_wishart_window.yaml")
+    row = import_script("deep_cross_overlap").run(0.3, 50, 0)
+    sweep = [r for r in load_results(ROOT / "sweeps" / "deep_amp_wishart_window.yaml")
              if (r["alpha"], r["d"], r["seed"]) == (0.3, 50, 0)]
     assert len(sweep) == 1      # the same errors up to the summation order of the BLAS threads
     assert [row["mmse_1"], row["mmse_2"]] == pytest.approx(list(sweep[0]["mmse_layers"]), rel=1e-9)
     assert row["e_12"] < 0 and abs(row["q_12"] - row["e_12"] - row["s_12"]) < 0.05
 
 
-def test_the_d400_runs_are_those_their_made_by_line_names(monkeypatch):
+def test_the_d400_runs_are_those_their_made_by_line_names():
     """book/data/deep_cross_overlap_d400.csv: its rows are exactly the (alpha, d, seed) of the commands on
     its ``# made by:`` line (read by the script's own parser, and rebuilt from it), each run stopped by its
     own rule before the cap (tol or oscillating), and the teachers of a seed are the same at every alpha
     (the data sets of the sweep: s_12 to the last digit).  Cauchy-Schwarz bounds e_12 by the errors."""
-    import csv
     import shlex
-    from pathlib import Path
-    root = Path(__file__).resolve().parents[1]
-    monkeypatch.syspath_prepend(str(root / "scripts"))
-    import deep_cross_overlap as script
+    script = import_script("deep_cross_overlap")
     name = "book/data/deep_cross_overlap_d400.csv"
-    with open(root / name, newline="") as fh:
-        made_by = fh.readline().removeprefix("# made by: ").strip()
-        rows = list(csv.DictReader(fh))
+    made_by, rows = committed("deep_cross_overlap_d400.csv")
     named = set()
     for cmd in made_by.split("; "):
         words = shlex.split(cmd.removeprefix(script.COMMAND))

@@ -12,6 +12,7 @@ from aimlib.errors import ConvergenceError
 from aimlib.priors import Wishart, joint
 from aimlib.priors.correlated import gaussian_pair
 from aimlib.priors.joint import joint_problem, sample_joint
+from script_support import import_script
 
 #: the separable fixed point of Wishart teachers at alpha = 0.5 (as in test_deep_cross.py)
 DELTAS_05, KAPPA_05 = (2.8010, 1.2226), -0.13602
@@ -83,13 +84,10 @@ def test_bad_inputs_name_the_parameter(kwargs, match):
         sample_joint(args.pop("d"), args.pop("rho"), args.pop("deltas"), args.pop("kappa"), seed=0, **args)
 
 
-def test_the_script_samples_both_chains_at_the_fixed_points_noises(monkeypatch):
+def test_the_script_samples_both_chains_at_the_fixed_points_noises():
     """scripts/deep_joint_denoiser.py: the noises of the separable fixed point at alpha = 0.5, and two
     chains on one instance (kappa = 0 and the fixed point's kappa) that have mixed."""
-    from pathlib import Path
-
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "scripts"))
-    import deep_joint_denoiser as script
+    script = import_script("deep_joint_denoiser")
     row = script.run(0.5, 30, 0, 150, script.fixed_point(0.5))
     assert (row["delta_1"], row["delta_2"]) == pytest.approx(DELTAS_05, abs=1e-4)
     assert row["kappa"] == pytest.approx(KAPPA_05, abs=1e-5) and row["se_q_12"] < 0

@@ -20,6 +20,7 @@ from aimlib.model import matrix_overlap, sample_dataset
 from aimlib.priors.correlated import gaussian_pair
 from aimlib.priors.joint import joint_problem
 from aimlib.priors.joint_pair import JointPair
+from script_support import import_script
 
 CH = DeepAttention(0.5)
 
@@ -136,7 +137,7 @@ def _option(argv, name):
 def test_the_committed_rows_are_the_made_by_lines_runs():
     """Every (d, alpha, seed, kind, HMC steps) of each command on the made-by line is one row, and no other row is
     there; every sampled run went the command's iterations."""
-    made_by = DATA.read_text().splitlines()[0].removeprefix("# made by: ")
+    made_by = import_script("_rows").made_by(DATA)
     want = []
     for command in made_by.split("; "):
         argv = shlex.split(command)
@@ -179,12 +180,11 @@ def test_the_joint_denoiser_gains_in_the_runs_what_the_coupled_state_evolution_p
 
 
 @pytest.mark.slow
-def test_a_committed_run_is_reproduced(monkeypatch):
+def test_a_committed_run_is_reproduced():
     """Seed 0 at d = 100, alpha = 0.3 again, by the script's own runs: the RIE run to 1e-9, and the joint run's
     errors averaged over iterations 31-60 within 0.01 (the chain's accept decisions may round the other way on
     another machine; the runs' spread over those iterations is 0.003)."""
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "scripts"))
-    import deep_joint_gamp as script
+    script = import_script("deep_joint_gamp")
     ref = {str(r["denoiser"]): r for r in _committed()
            if r["d"] == 100 and r["alpha"] == 0.3 and r["seed"] == 0}
     rie = script.run(0.3, 100, 0, "rie", 60, 30, 200)

@@ -7,9 +7,6 @@ a global minimiser ``S_lambda`` of ``L + (lambda/2) Tr S`` has objective at most
 """
 from __future__ import annotations
 
-import importlib
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -17,9 +14,9 @@ from aimlib import _validate as v
 from aimlib.channels import make_channel
 from aimlib.gd.implicit_bias import compare_to_min_trace, min_trace_reference, weight_decay_ladder
 from aimlib.model import sample_dataset
+from script_support import committed, import_script
 
 LAMBDAS = (1e-2, 1e-3, 1e-4)
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -60,28 +57,18 @@ def test_bad_budgets_are_refused(instance):
         next(weight_decay_ladder(data.X, data.y, ref, [0.0], budgets=()))
 
 
-@pytest.fixture
-def script(monkeypatch):
-    """``scripts/weight_decay_vs_min_trace.py`` and the scripts' row reader, imported from ``scripts/``."""
-    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
-    return importlib.import_module("weight_decay_vs_min_trace"), importlib.import_module("_rows")
-
-
-def committed_rows(reader, name: str) -> tuple[str, list[dict]]:
-    """The made-by line of a committed data file of the script, and its rows with numbers as floats."""
-    path = ROOT / "book" / "data" / name
-    with open(path) as fh:
-        made_by = fh.readline()
-    return made_by, [{k: float(x) if k != "settled" else x == "True" for k, x in r.items()}
-                     for r in reader.read_rows(path)]
+def committed_rows(name: str) -> tuple[str, list[dict]]:
+    """The made-by command of a committed data file of the script, and its rows with numbers as floats."""
+    made_by, rows = committed(name)
+    return made_by, [{k: float(x) if k != "settled" else x == "True" for k, x in r.items()} for r in rows]
 
 
 @pytest.mark.parametrize("name, d", [("weight_decay_vs_min_trace.csv", 100),
                                      ("weight_decay_vs_min_trace_d200.csv", 200)])
-def test_the_committed_references_are_certified_and_the_bounds_hold(script, name, d):
+def test_the_committed_references_are_certified_and_the_bounds_hold(name, d):
     """Every reference of the chapter's data is certified, and every settled run obeys a minimiser's bounds."""
-    made_by, rows = committed_rows(script[1], name)
-    assert made_by.startswith("# made by: ") and (d == 100 or f"--d {d}" in made_by)
+    made_by, rows = committed_rows(name)
+    assert d == 100 or f"--d {d}" in made_by
     assert rows and all(r["d"] == d and abs(r["mt_gap"]) <= 1e-6 and r["residual_mt"] <= 1e-5
                         for r in rows)
     for r in rows:
@@ -91,12 +78,12 @@ def test_the_committed_references_are_certified_and_the_bounds_hold(script, name
 
 
 @pytest.mark.slow
-def test_a_committed_row_is_reproduced(script):
+def test_a_committed_row_is_reproduced():
     """One run of the d = 100 file, rerun: the script's data set, its certified S_mt and the settled student."""
-    _, rows = committed_rows(script[1], "weight_decay_vs_min_trace.csv")
+    _, rows = committed_rows("weight_decay_vs_min_trace.csv")
     row = next(r for r in rows if (r["seed"], r["alpha_bar"], r["lambda"], r["init_scale"], r["lr_decay_at"])
                == (0, 0.7, 1e-4, 1.0, -1))
-    data = script[0].data_set(100, 0, 0.7)
+    data = import_script("weight_decay_vs_min_trace").data_set(100, 0, 0.7)
     ref = min_trace_reference(data.X, data.y)
     (again,) = weight_decay_ladder(data.X, data.y, ref, [1e-4], init_scale=1.0, seed=0, S=data.S,
                                    budgets=((1000, None),))

@@ -8,9 +8,7 @@ breaks; the committed rows obey the same identity and the chains' own diagnostic
 """
 from __future__ import annotations
 
-import importlib
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,8 +19,7 @@ from aimlib.backend import to_host
 from aimlib.channels import NoisySoftmax
 from aimlib.errors import ConvergenceError
 from aimlib.model import estimation_error, sample_dataset
-
-ROOT = Path(__file__).resolve().parents[1]
+import script_support
 
 
 def _data(d, alpha, noise, seed, rho=0.5, backend="numpy"):
@@ -118,18 +115,10 @@ FILES = {"gd_vs_posterior.csv": "",
 
 
 def read_committed(name: str):
-    """The made-by line and the rows of ``book/data/<name>``, and the script module."""
-    import sys
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        script, rows_module = importlib.import_module("gd_vs_posterior"), importlib.import_module("_rows")
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
-    path = ROOT / "book" / "data" / name
-    with open(path) as fh:
-        made_by = fh.readline()
-    rows = [{k: (x if k == "method" else float(x)) for k, x in r.items()} for r in rows_module.read_rows(path)]
-    return script, made_by, rows
+    """The made-by command and the rows of ``book/data/<name>``, and the script module."""
+    made_by, rows = script_support.committed(name)
+    rows = [{k: (x if k == "method" else float(x)) for k, x in r.items()} for r in rows]
+    return script_support.import_script("gd_vs_posterior"), made_by, rows
 
 
 @pytest.fixture(scope="module")
@@ -143,7 +132,7 @@ def test_the_committed_draws_mixed_and_obey_the_nishimori_identity(name):
     """Every data set of the made-by line has its three rows; every posterior row passed the sampler's
     checks; averaged over the data sets of each ``d``, a draw's error is twice the posterior variance."""
     _, made_by, rows = read_committed(name)
-    assert made_by.strip() == "# made by: OPENBLAS_NUM_THREADS=1 python scripts/gd_vs_posterior.py" + FILES[name]
+    assert made_by == "OPENBLAS_NUM_THREADS=1 python scripts/gd_vs_posterior.py" + FILES[name]
     keys = {(r["d"], r["seed"]) for r in rows}
     assert sorted(r["method"] for r in rows) == sorted(["posterior", "gd", "gd_clean"] * len(keys))
     post = [r for r in rows if r["method"] == "posterior"]
