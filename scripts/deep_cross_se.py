@@ -10,10 +10,17 @@ fixed point's ``mmse_1, mmse_2, e_12``, its noises ``delta_1, delta_2`` and ``ka
 (``(I + F^{-1} Lambda)_lk``, same draws) and the parts of the other layer's centred teacher in each
 input, ``a_12 = mix_12 + mem_12 (q_2 - rho_2)/(Q0_2 - rho_2)`` and ``a_21`` (what the runs measure);
 the separable fixed point ``sep_mmse_1, sep_mmse_2`` and its first-order ``sep_e_12``;
-``iterations`` and ``seconds``.  About 2 minutes per row on one core at the default ``n``::
+``iterations`` and ``seconds``.  About 2 minutes per row on one core at the default ``n``.
 
-    python scripts/deep_cross_se.py [--out book/data/deep_cross_se.csv] [--alpha 0.3 0.5 1 ...]
-        [--seeds 0 1 2 3 ...] [--n 500000]
+``--prior measured`` takes the prior side to all orders, with the diagonals of the mixing and the
+memory (:func:`~aimlib.state_evolution.cross_fixed_point.measured_prior`: two RIEs at ``--prior-d``
+on ``--prior-seeds`` instances; the channel side then computes the memory at every step, about 10
+minutes per row), and writes ``book/data/deep_cross_se_measured.csv`` with the same columns and four
+more: the prior side's ``e_12`` at the fixed point and its standard error over the instances
+(``prior_e_12``, ``prior_e_12_se``), and the memory's diagonal ``mem_11, mem_22``::
+
+    python scripts/deep_cross_se.py [--out FILE] [--alpha 0.3 0.5 1 ...] [--seeds 0 1 2 3 ...]
+        [--n 500000] [--prior first|measured] [--prior-d 600] [--prior-seeds 8]
 """
 from __future__ import annotations
 
@@ -23,28 +30,36 @@ from aimlib import state_evolution as se
 from aimlib.channels import DeepAttention
 from aimlib.channels.deep_moments import response_moments
 from aimlib.priors import Wishart
-from aimlib.state_evolution.cross_fixed_point import cross_fixed_point, monte_carlo_side
-from _rows import data_parser, write_rows
+from aimlib.state_evolution.cross_fixed_point import (cross_fixed_point, measured_prior, measured_shifts,
+                                                      monte_carlo_side)
+from _rows import DATA, data_parser, write_rows
 
 COMMAND = "python scripts/deep_cross_se.py"
 C, RHO, T, TOL = 0.5, 0.5, 2, 2e-4
 COLUMNS = ["alpha", "seed", "n", "mmse_1", "mmse_2", "e_12", "delta_1", "delta_2", "kappa", "mix_11", "mix_22",
            "mix_12", "mix_12_se", "mix_21", "mix_21_se", "mem_12", "mem_21", "a_12", "a_21", "sep_mmse_1",
            "sep_mmse_2", "sep_e_12", "iterations", "seconds"]
+MEASURED = COLUMNS + ["prior_e_12", "prior_e_12_se", "mem_11", "mem_22"]
 
 
-def row(alpha: float, seed: int, n: int) -> dict:
-    """One fixed point of the state evolution with the cross overlap, and the separable one it starts from."""
+def row(alpha: float, seed: int, n: int, measured=None) -> dict:
+    """One fixed point of the state evolution with the cross overlap, and the separable one it starts from;
+    ``measured = (d, seeds)`` takes the prior side to all orders."""
     start = time.perf_counter()
     ch, priors = DeepAttention(C), (Wishart(RHO), Wishart(RHO))
     fp = se.fixed_point(alpha, ch, T=T, rho=priors, tol=1e-12)
     first = se.cross_overlap(alpha, fp.q, fp.mmse, ch, priors).q_12
-    side = monte_carlo_side(ch, (RHO, RHO), n=n, seed=seed)
-    x = cross_fixed_point(alpha, ch, priors, (*fp.mmse, first), side=side, tol=TOL)
+    side = monte_carlo_side(ch, (RHO, RHO), n=n, seed=seed, memory=measured is not None)
+    prior = None if measured is None else measured_prior(priors, *measured)
+    x = cross_fixed_point(alpha, ch, priors, (*fp.mmse, first), side=side, prior=prior, tol=TOL)
     Q0 = tuple(q + m for q, m in zip(x.q, x.mmse))
     mem = response_moments(ch, x.q, Q0, shared=RHO, cross=x.e_12, n=n, seed=seed).memory
     known = [(q - RHO) / (top - RHO) for q, top in zip(x.q, Q0)]
-    return {"alpha": alpha, "seed": seed, "n": n, "mmse_1": x.mmse[0], "mmse_2": x.mmse[1], "e_12": x.e_12,
+    extra = {}
+    if measured is not None:
+        shift, err = measured_shifts(priors, x.deltas, x.kappa, x.mixing, mem, *measured)
+        extra = {"prior_e_12": shift[2], "prior_e_12_se": err[2], "mem_11": mem[0, 0], "mem_22": mem[1, 1]}
+    return {**extra, "alpha": alpha, "seed": seed, "n": n, "mmse_1": x.mmse[0], "mmse_2": x.mmse[1], "e_12": x.e_12,
             "delta_1": x.deltas[0], "delta_2": x.deltas[1], "kappa": x.kappa, "mix_11": x.mixing[0, 0],
             "mix_22": x.mixing[1, 1], "mix_12": x.mixing[0, 1], "mix_12_se": x.mixing_se[0, 1],
             "mix_21": x.mixing[1, 0], "mix_21_se": x.mixing_se[1, 0], "mem_12": mem[0, 1], "mem_21": mem[1, 0],
@@ -58,8 +73,21 @@ def main(argv=None) -> int:
     parser.add_argument("--alpha", type=float, nargs="+", default=[0.3, 0.5, 1.0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3])
     parser.add_argument("--n", type=int, default=500_000)
+    parser.add_argument("--prior", choices=["first", "measured"], default="first")
+    parser.add_argument("--prior-d", type=int, default=600)
+    parser.add_argument("--prior-seeds", type=int, default=8)
     args = parser.parse_args(argv)
-    return write_rows(args.out, COMMAND, COLUMNS, (row(a, s, args.n) for s in args.seeds for a in args.alpha))
+    measured, columns, command = None, COLUMNS, COMMAND
+    if args.prior == "measured":
+        measured, columns = (args.prior_d, range(args.prior_seeds)), MEASURED
+        command = f"{COMMAND} --prior measured --prior-d {args.prior_d} --prior-seeds {args.prior_seeds}"
+        if args.out == str(DATA / "deep_cross_se.csv"):
+            args.out = str(DATA / "deep_cross_se_measured.csv")
+    extra = [f"--alpha {' '.join(f'{a:g}' for a in args.alpha)}"] if args.alpha != [0.3, 0.5, 1.0] else []
+    extra += [f"--seeds {' '.join(map(str, args.seeds))}"] if args.seeds != [0, 1, 2, 3] else []
+    command = " ".join([command, *extra] + ([f"--n {args.n}"] if args.n != 500_000 else []))
+    rows = (row(a, s, args.n, measured) for s in args.seeds for a in args.alpha)
+    return write_rows(args.out, command, columns, rows)
 
 
 if __name__ == "__main__":

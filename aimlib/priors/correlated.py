@@ -70,11 +70,13 @@ def cross_residual(mmse, deltas, kappa, mixing=(0.0, 0.0)) -> float:
     cross-covariance to first order in ``kappa`` and in the mixing ``(a_12, a_21)``.
 
     ``mmse_l`` is layer ``l``'s error at its noise ``Delta_l`` (module docstring).  With the mixing
-    each input is ``R_l = S_l + a_lk C_k + sqrt(Delta_l) Z_l``, ``C_k`` the other layer's centred
-    teacher: the RIE passes ``a_lk C_k`` on through its mean Jacobian ``mmse_l/Delta_l`` (``C_k``
-    is free of ``R_l``'s eigenbasis), and the other residual meets it by
-    ``(1/d) Tr(C_k E_k) = -mmse_k``.  A part ``b_lk C_hat_k`` of the other layer's centred estimate
-    (the memory) adds nothing at this order: ``(1/d) Tr(C_hat_k E_k) = 0`` for a posterior mean.
+    each input is ``R_l = S_l + a_lk S_k + sqrt(Delta_l) Z_l``.  The part along the identity,
+    ``a_lk E[S_k]``, meets no first order (the other residual has mean zero); the rest is
+    ``a_lk C_k``, ``C_k`` the other layer's centred teacher: the RIE passes it on through its mean
+    Jacobian ``mmse_l/Delta_l`` (``C_k`` is free of ``R_l``'s eigenbasis), and the other residual meets
+    it by ``(1/d) Tr(C_k E_k) = -mmse_k``.  A part ``b_lk S_hat_k`` of the other layer's estimate (the
+    memory) adds nothing at this order: its centred part meets ``E_k`` by ``(1/d) Tr(C_hat_k E_k) = 0``
+    for a posterior mean.
     Exact for Gaussian priors; for Wishart ones the next orders are measured
     (:func:`measure_cross_residual`).
     """
@@ -96,38 +98,52 @@ def correlated_goe(d: int, kappa, seed=None) -> tuple:
     return Z1, kappa * Z1 + np.sqrt(1.0 - kappa * kappa) * Z
 
 
+def _layer_matrix(name: str, x, diagonal: float) -> np.ndarray:
+    """A ``2 x 2`` matrix from ``x``: a pair ``(x_12, x_21)`` of off-diagonal entries (the diagonal
+    ``diagonal``), or the whole matrix."""
+    m = np.asarray(x, dtype=float)
+    if m.shape == (2,):
+        m = np.array([[diagonal, m[0]], [m[1], diagonal]])
+    if m.shape != (2, 2) or not np.all(np.isfinite(m)):
+        raise ValueError(f"{name} must be a pair (x_12, x_21) or a finite 2 x 2 matrix, got {x!r}")
+    return m
+
+
 def measure_cross_residual(priors, deltas, kappa, d: int, seed=None, *, mixing=(0.0, 0.0),
                            memory=(0.0, 0.0)) -> dict:
     r"""One draw of ``(1/d) Tr(E_1 E_2)`` and of each ``(1/d) ||E_l||^2``, each layer denoised alone.
 
-    Teachers ``S_l = E S_l + C_l`` from ``priors`` (independent) and :func:`correlated_goe` noises
-    ``Z_l``; each layer's own estimate ``S0_l`` (the prior's :meth:`~aimlib.priors.base.Prior.denoise`
-    of ``S_l + sqrt(Delta_l) Z_l`` at ``Delta_l``, on the host).  The inputs are then
-    ``R_l = S_l + a_lk C_k + b_lk C0_k + sqrt(Delta_l) Z_l``, ``C0_k = S0_k - E S_k`` the other
-    layer's centred estimate (``a = mixing``, ``b = memory``, ``(a_12, a_21)`` and ``(b_12, b_21)``),
-    and ``S_hat_l`` their posterior means at ``Delta_l``; with ``a = b = 0``, ``S_hat_l = S0_l``.
+    Teachers ``S_l`` from ``priors`` (independent) and :func:`correlated_goe` noises ``Z_l``; each
+    layer's own estimate ``S0_l`` (the prior's :meth:`~aimlib.priors.base.Prior.denoise` of
+    ``S_l + sqrt(Delta_l) Z_l`` at ``Delta_l``, on the host).  The inputs are then the state
+    evolution's
+
+    .. math::  R_l = \sum_k A_{lk} S_k + B_{lk}\,S0_k + \sqrt{\Delta_l}\,Z_l ,
+
+    ``A = mixing`` (``F^{-1} Gamma``) and ``B = memory`` (``I + F^{-1} Lambda``), each a ``2 x 2``
+    matrix or a pair of off-diagonal entries (then ``A`` has ones and ``B`` zeros on the diagonal),
+    and ``S_hat_l`` their posterior means at ``Delta_l``; with ``A = I``, ``B = 0``, ``S_hat_l = S0_l``.
+    The parts ``A_lk S_k`` hold ``A_lk E[S_k]`` along the identity (``sqrt(rho_k) I`` for Wishart
+    teachers), which no first order of ``e_12`` sees: the other residual has mean zero.
 
     Returns
     -------
     dict
         ``e_12`` and ``mmse`` (a pair): the measured cross-covariance and errors.
     """
-    if len(priors) != 2 or len(deltas) != 2 or len(mixing) != 2 or len(memory) != 2:
-        raise ValueError(f"priors, deltas, mixing and memory must hold two values (one per layer), got "
-                         f"{len(priors)}, {len(deltas)}, {len(mixing)} and {len(memory)}")
+    if len(priors) != 2 or len(deltas) != 2:
+        raise ValueError(f"priors and deltas must hold two values (one per layer), got {len(priors)} and "
+                         f"{len(deltas)}")
     dl = [v.positive(f"deltas[{i}]", x) for i, x in enumerate(deltas)]
-    a = [v.real(f"mixing[{i}]", x) for i, x in enumerate(mixing)]
-    b = [v.real(f"memory[{i}]", x) for i, x in enumerate(memory)]
+    A, B = _layer_matrix("mixing", mixing, 1.0), _layer_matrix("memory", memory, 0.0)
     d = v.integer("d", d, minimum=2)
     rng = v.generator(seed)
     S = [p.sample(d, rng) for p in priors]
     Z = correlated_goe(d, kappa, rng)
-    R = [s + np.sqrt(x) * z for s, z, x in zip(S, Z, dl)]
-    S_hat = [p.denoise(r, (x,))[0] for p, r, x in zip(priors, R, dl)]
-    if any(a) or any(b):
-        mean = [p.mean(d) for p in priors]
-        C, C0 = [s - m for s, m in zip(S, mean)], [s - m for s, m in zip(S_hat, mean)]
-        R = [R[0] + a[0] * C[1] + b[0] * C0[1], R[1] + a[1] * C[0] + b[1] * C0[0]]
+    noise = [np.sqrt(x) * z for z, x in zip(Z, dl)]
+    S_hat = [p.denoise(s + n, (x,))[0] for p, s, n, x in zip(priors, S, noise, dl)]
+    if not (np.array_equal(A, np.eye(2)) and not B.any()):
+        R = [A[l, 0] * S[0] + A[l, 1] * S[1] + B[l, 0] * S_hat[0] + B[l, 1] * S_hat[1] + noise[l] for l in (0, 1)]
         S_hat = [p.denoise(r, (x,))[0] for p, r, x in zip(priors, R, dl)]
     E = [s_hat - s for s_hat, s in zip(S_hat, S)]
     return {"e_12": matrix_overlap(*E), "mmse": tuple(matrix_overlap(e, e) for e in E)}

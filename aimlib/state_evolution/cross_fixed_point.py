@@ -14,7 +14,7 @@ of the other layer's centred teacher ``C_k`` in ``R_l``.  The state is ``(q_1, q
 1. the channel side at that state: ``F`` and ``Gamma`` by Monte Carlo under the law with ``e_12``
    (:func:`~aimlib.channels.deep_moments.response_moments`, the same draws at every step, so that the
    map is a fixed function of the state), hence ``Delta_l``, ``kappa``, ``a_12``, ``a_21``;
-2. the prior side to first order in ``(kappa, a_12, a_21)``
+2. the prior side (:func:`first_order_prior`, the default) to first order in ``(kappa, a_12, a_21)``
    (:func:`~aimlib.priors.correlated.cross_residual`):
 
    .. math::  \mathrm{mmse}_l = \mathrm{mmse}_{S_l}(\Delta_l),\qquad
@@ -23,7 +23,8 @@ of the other layer's centred teacher ``C_k`` in ``R_l``.  The state is ``(q_1, q
 
    ``q_l = Q0_l - mmse_l``.  The memory ``(I + F^{-1}Lambda)_lk`` carries the other layer's centred
    estimate, orthogonal to its residual, and adds nothing at this order; the diagonal of the mixing
-   (one up to ``O(e_12)``) is kept at one and reported.
+   (one up to ``O(e_12)``) is kept at one and reported.  To all orders, with the whole mixing ``A`` and
+   memory ``B``: :func:`measured_prior`, two RIEs measured at size ``d`` on fixed instances.
 
 The iteration is damped, ``x <- damping x + (1 - damping) step(x)``, until a step moves no component
 by more than ``tol/4`` (a slow contraction leaves the fixed point several steps away); it is then taken
@@ -44,21 +45,23 @@ from ..channels.base import Channel
 from ..channels.deep_moments import response_moments
 from ..errors import ConvergenceError
 from ..iteration import iterate_map, taken_further
-from ..priors.correlated import cross_residual, layer_noises
+from ..priors.correlated import cross_residual, layer_noises, measure_cross_residual
 from .fixed_point import components
 
-__all__ = ["CrossFixedPoint", "ChannelSide", "monte_carlo_side", "separable_side", "cross_fixed_point"]
+__all__ = ["CrossFixedPoint", "ChannelSide", "monte_carlo_side", "separable_side", "first_order_prior",
+           "measured_shifts", "measured_prior", "cross_fixed_point"]
 
 
 @dataclass(frozen=True)
 class ChannelSide:
     """What one channel-side evaluation hands the prior side: the moment matrix ``F`` (without
-    ``alpha``), the mixing ``F^{-1} Gamma`` (``2 x 2``), and the mixing's standard errors (zeros
-    where exact)."""
+    ``alpha``), the mixing ``F^{-1} Gamma`` (``2 x 2``), the mixing's standard errors (zeros
+    where exact) and the memory ``I + F^{-1} Lambda`` (``None`` where it was not computed)."""
 
     F: np.ndarray
     mixing: np.ndarray
     mixing_se: np.ndarray
+    memory: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -94,17 +97,18 @@ class CrossFixedPoint:
     trace: np.ndarray
 
 
-def monte_carlo_side(channel, shared, *, n: int = 200_000, seed=0, batches: int = 10):
+def monte_carlo_side(channel, shared, *, n: int = 200_000, seed=0, batches: int = 10, memory: bool = False):
     """The channel side by :func:`~aimlib.channels.deep_moments.response_moments` with ``n`` draws
     of the stream ``seed``, the same at every call (common random numbers); a function
-    ``(q, Q0, e_12) -> ChannelSide``."""
+    ``(q, Q0, e_12) -> ChannelSide``.  ``memory``: whether to compute the memory too (twelve more
+    calls of ``g_out``; :func:`measured_prior` needs it)."""
     n = v.integer("n", n, minimum=100 * batches)
     seed = v.integer("seed", seed, minimum=0)
 
     def side(q, Q0, e_12):
         m = response_moments(channel, q, Q0, shared=shared, cross=e_12, n=n, batches=batches, seed=seed,
-                             memory=False)
-        return ChannelSide(m.F, m.mixing, m.se["mixing"])
+                             memory=memory)
+        return ChannelSide(m.F, m.mixing, m.se["mixing"], m.memory)
     return side
 
 
@@ -119,14 +123,65 @@ def separable_side(channel, shared, T: int = 2):
     return side
 
 
-def _prior_side(alpha, priors, at: ChannelSide):
-    """``(mmse_1, mmse_2, e_12)`` from the channel side's noises and mixing (module docstring, step 2)."""
+def first_order_prior(priors):
+    """The prior side to first order (module docstring, step 2): a function
+    ``(deltas, kappa, at) -> (mmse_1, mmse_2, e_12)``, ``at`` the :class:`ChannelSide`."""
+    def prior(deltas, kappa, at: ChannelSide):
+        mmse = [p.mmse(x) for p, x in zip(priors, deltas)]
+        return np.array([*mmse, cross_residual(mmse, deltas, kappa, (at.mixing[0, 1], at.mixing[1, 0]))])
+    return prior
+
+
+def _instances(seeds) -> list:
+    """``seeds`` as a list of at least two ints ``>= 0`` (the instances of :func:`measured_shifts`)."""
+    seeds = [v.integer("seeds", s, minimum=0) for s in seeds]
+    if len(seeds) < 2:
+        raise ValueError(f"seeds must hold at least two instances, got {len(seeds)}")
+    return seeds
+
+
+def measured_shifts(priors, deltas, kappa, mixing, memory, d: int, seeds) -> tuple:
+    r"""What ``kappa``, the mixing ``A`` and the memory ``B`` do to two RIEs, measured: ``(mean, se)``, each
+    ``(shift of mmse_1, shift of mmse_2, e_12)``.
+
+    Per seed, :func:`~aimlib.priors.correlated.measure_cross_residual` of the inputs
+    ``R_l = sum_k A_lk S_k + B_lk S0_k + sqrt(Delta_l) Z_l`` minus the same instance (teachers, noises)
+    at ``kappa = 0``, ``A = I``, ``B = 0``: the instance's own scatter, and most of its ``O(1/d)`` error,
+    cancel in the difference.  ``se`` is the standard error over ``seeds`` (at least two).
+    """
+    rows = []
+    for s in _instances(seeds):
+        full = measure_cross_residual(priors, deltas, kappa, d, s, mixing=mixing, memory=memory)
+        plain = measure_cross_residual(priors, deltas, 0.0, d, s)
+        rows.append([*np.subtract(full["mmse"], plain["mmse"]), full["e_12"] - plain["e_12"]])
+    rows = np.array(rows)
+    return rows.mean(axis=0), rows.std(axis=0, ddof=1) / np.sqrt(len(rows))
+
+
+def measured_prior(priors, d: int = 600, seeds=range(8)):
+    r"""The prior side to all orders in ``(kappa, A, B)``, with the diagonals of the mixing and the memory:
+    ``mmse_l = mmse_{S_l}(Delta_l)`` plus the measured shift, ``e_12`` measured (:func:`measured_shifts`,
+    the same instances at every call, so that the map is one function of the state).  The channel side
+    must carry the memory (``monte_carlo_side(memory=True)``).  What it keeps of the finite size ``d`` is
+    an error of order ``1/d`` in the shifts; the book measures them at two sizes to bound it."""
+    d, seeds = v.integer("d", d, minimum=2), _instances(seeds)
+
+    def prior(deltas, kappa, at: ChannelSide):
+        if at.memory is None:
+            raise ValueError("the measured prior side needs the memory I + F^{-1} Lambda: build the channel "
+                             "side with monte_carlo_side(..., memory=True)")
+        shift, _ = measured_shifts(priors, deltas, kappa, at.mixing, at.memory, d, seeds)
+        return np.array([p.mmse(x) for p, x in zip(priors, deltas)] + [0.0]) + shift
+    return prior
+
+
+def _prior_side(alpha, prior, at: ChannelSide):
+    """``(mmse_1, mmse_2, e_12)`` from the channel side's noises, mixing and memory (module docstring, step 2)."""
     d1, d2, kappa = layer_noises(at.F, alpha)
-    mmse = [p.mmse(x) for p, x in zip(priors, (d1, d2))]
-    return np.array([*mmse, cross_residual(mmse, (d1, d2), kappa, (at.mixing[0, 1], at.mixing[1, 0]))])
+    return prior((d1, d2), kappa, at)
 
 
-def cross_fixed_point(alpha: float, channel, priors, init, *, side=None, damping: float = 0.3,
+def cross_fixed_point(alpha: float, channel, priors, init, *, side=None, prior=None, damping: float = 0.3,
                       tol: float = 1e-4, max_iter: int = 60, further: int = 5) -> CrossFixedPoint:
     r"""Iterate ``(mmse_1, mmse_2, e_12)`` to a fixed point of the state evolution with the cross overlap.
 
@@ -143,6 +198,9 @@ def cross_fixed_point(alpha: float, channel, priors, init, *, side=None, damping
         e.g. the separable fixed point and its first-order :func:`~aimlib.state_evolution.cross_overlap`.
     side : callable, optional
         ``(q, Q0, e_12) -> ChannelSide``; default :func:`monte_carlo_side` with its defaults.
+    prior : callable, optional
+        ``(deltas, kappa, ChannelSide) -> (mmse_1, mmse_2, e_12)``; default :func:`first_order_prior`
+        (:func:`measured_prior`: to all orders).
     damping : float
         Weight of the old iterate, in ``[0, 0.999]``.
     tol : float
@@ -171,6 +229,7 @@ def cross_fixed_point(alpha: float, channel, priors, init, *, side=None, damping
     Q0, V0 = components(priors)
     shared = tuple(p.mean_square() for p in priors)
     side = monte_carlo_side(channel, shared) if side is None else side
+    prior = first_order_prior(priors) if prior is None else prior
     x0 = np.array([v.in_range(f"init[{i}]", x, 0.0, V0[i]) for i, x in enumerate(init[:2])]
                   + [v.real("init[2]", init[2])])
     further = v.integer("further", further, minimum=1)
@@ -184,14 +243,14 @@ def cross_fixed_point(alpha: float, channel, priors, init, *, side=None, damping
             last[key] = side(tuple(Q0 - x[:2]), tuple(Q0), float(x[2]))
         return last[key]
 
-    run = iterate_map(lambda x: _prior_side(alpha, priors, at(x)), x0, v.positive("tol", tol) / 4, damping=damping,
+    run = iterate_map(lambda x: _prior_side(alpha, prior, at(x)), x0, v.positive("tol", tol) / 4, damping=damping,
                       max_iter=max_iter)
     if not run.verdict.converged:
         raise ConvergenceError(f"the cross state evolution at alpha={alpha:g} did not converge within "
                                f"max_iter={max_iter} ({run.verdict.state}, last change "
                                f"{run.verdict.distance:.3g} > tol/4={tol / 4:g}); raise max_iter or damping")
     final = at(run.x)
-    taken_further(lambda x: damping * x + (1 - damping) * _prior_side(alpha, priors, at(x)), run.x, further, tol,
+    taken_further(lambda x: damping * x + (1 - damping) * _prior_side(alpha, prior, at(x)), run.x, further, tol,
                   f"the cross state evolution at alpha={alpha:g}")
     d1, d2, kappa = layer_noises(final.F, alpha)
     return CrossFixedPoint(alpha=alpha, mmse=tuple(map(float, run.x[:2])), q=tuple(map(float, Q0 - run.x[:2])),
