@@ -125,6 +125,19 @@ def test_measured_prior_iterates_to_the_exact_fixed_point_for_gaussian_teachers(
     assert abs(runs[0].e_12) > 0.05
 
 
+def test_the_diagonal_of_the_mixing_is_a_loss_of_signal_to_noise():
+    """``R_l = A_ll S_l + sqrt(Delta_l) Z_l`` carries what ``S_l`` seen at noise ``Delta_l / A_ll^2`` carries, and an
+    RIE tuned to ``Delta_l`` misses that noise's posterior mean by ``O(A_ll - 1)``, which moves a posterior mean's
+    error at second order only: the measured shifts are ``mmse(Delta_l / A_ll^2) - mmse(Delta_l)`` (Wishart
+    teachers, ``d = 400``, the alpha = 0.3 fixed point's noises, diagonals as large as twice the fixed point's)."""
+    deltas, A = (7.42, 2.90), np.diag([0.997, 0.987])
+    mean, err = measured_shifts(WISHART, deltas, 0.0, A, np.zeros((2, 2)), 400, range(8))
+    expected = [p.mmse(x / a**2) - p.mmse(x) for p, x, a in zip(WISHART, deltas, np.diag(A))]
+    assert expected[1] > 0.005
+    assert np.all(np.abs(mean[:2] - expected) < 4 * err[:2] + 1e-4), (mean, err, expected)
+    assert abs(mean[2]) < 4 * err[2] + 2e-4                      # no cross term without kappa or off-diagonal parts
+
+
 @pytest.mark.slow
 def test_the_measured_prior_side_has_settled_in_d():
     """At the alpha = 0.3 fixed point's noises and parts (the committed row, rounded) the measured shifts at
