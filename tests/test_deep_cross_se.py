@@ -11,10 +11,10 @@ from aimlib.channels import DeepAttention
 from aimlib.errors import ConvergenceError
 from aimlib.priors import Centred, Gaussian, Wishart
 from aimlib.priors.correlated import cross_residual, measure_cross_residual
-from script_support import committed
 from aimlib.state_evolution.cross_fixed_point import (ChannelSide, cross_fixed_point, first_order_prior,
                                                       measured_prior, measured_shifts, monte_carlo_side,
                                                       separable_side)
+from script_support import committed
 
 CH = DeepAttention(0.5)
 WISHART = (Wishart(0.5), Wishart(0.5))
