@@ -53,7 +53,8 @@ def row(alpha: float, seed: int, n: int, measured=None) -> dict:
     prior = None if measured is None else measured_prior(priors, *measured)
     x = cross_fixed_point(alpha, ch, priors, (*fp.mmse, first), side=side, prior=prior, tol=TOL)
     Q0 = tuple(q + m for q, m in zip(x.q, x.mmse))
-    mem = response_moments(ch, x.q, Q0, shared=RHO, cross=x.e_12, n=n, seed=seed).memory
+    mem = x.memory if x.memory is not None else response_moments(ch, x.q, Q0, shared=RHO, cross=x.e_12, n=n,
+                                                                  seed=seed).memory
     known = [(q - RHO) / (top - RHO) for q, top in zip(x.q, Q0)]
     extra = {}
     if measured is not None:

@@ -36,10 +36,13 @@ import time
 
 from aimlib.channels import softmax_k
 from aimlib.convex import MEASUREMENTS, recovery_trial, statistical_dimension_finite
+from aimlib.priors import teacher_width
 from _rows import DATA, data_parser, read_rows, write_rows
 
 RHOS, T = (0.25, 0.5), 2
 COLUMNS = ["measurements", "d", "r", "rho", "T", "alpha", "f", "seed", "m", "rel_error"]
+#: the columns of the ADMM grids: the solver's iterations, its verdict and the wall time
+ADMM_COLUMNS = COLUMNS + ["iterations", "converged", "seconds"]
 GRIDS = {
     "small": dict(file="min_trace_recovery.csv", command="python scripts/min_trace_recovery.py",
                   seeds={12: range(8), 16: range(8), 20: range(8)}, samples=2000, columns=COLUMNS,
@@ -49,18 +52,18 @@ GRIDS = {
                   command="OPENBLAS_NUM_THREADS=1 python scripts/min_trace_recovery.py --grid scale --resume",
                   seeds={50: range(8), 100: range(4)}, samples=400,
                   factors={50: (0.8, 0.9, 1.0, 1.05, 1.1, 1.2), 100: (0.9, 1.0, 1.05, 1.1)},
-                  columns=COLUMNS + ["iterations", "converged", "seconds"],
+                  columns=ADMM_COLUMNS,
                   options=dict(solver="admm", tol=1e-5, max_iter=20_000, on_max_iter="return")),
     "tight": dict(file="min_trace_tight.csv",
                   command="OPENBLAS_NUM_THREADS=1 python scripts/min_trace_recovery.py --grid tight --resume",
                   seeds={50: range(8)}, samples=400, factors={50: (1.0,)},
-                  columns=COLUMNS + ["iterations", "converged", "seconds"],
+                  columns=ADMM_COLUMNS,
                   options=dict(solver="admm", tol=1e-7, max_iter=100_000, patience=20_000,
                                on_max_iter="return")),
     "d200": dict(file="min_trace_d200.csv",
                  command="OPENBLAS_NUM_THREADS=1 python scripts/min_trace_recovery.py --grid d200 --resume",
                  seeds={200: range(4)}, samples=400, factors={200: (0.95, 1.0, 1.05, 1.1)},
-                 columns=COLUMNS + ["iterations", "converged", "seconds"],
+                 columns=ADMM_COLUMNS,
                  options=dict(solver="admm", tol=1e-5, max_iter=20_000, on_max_iter="return",
                               gram_mb=7000.0, gaussian_map="null_space")),
 }
@@ -73,7 +76,7 @@ def key(row) -> tuple:
 
 def alphas(grid: dict, d: int, rho: float) -> dict:
     """``{f: alpha}`` of ``grid`` at ``(d, rho)``: ``m = f delta(d, r)`` measurements, ``delta`` seeded."""
-    delta = statistical_dimension_finite(d, round(rho * d), samples=grid["samples"], seed=0).delta
+    delta = statistical_dimension_finite(d, teacher_width(d, rho), samples=grid["samples"], seed=0).delta
     return {f: f * 2 * delta / (softmax_k(T) * d * d) for f in grid["factors"][d]}
 
 

@@ -120,6 +120,7 @@ def test_measured_prior_iterates_to_the_exact_fixed_point_for_gaussian_teachers(
                               damping=0.0, further=2)
             for prior in (first_order_prior(gauss), measured_prior(gauss, d=300, seeds=range(3)))]
     assert runs[0].kappa == pytest.approx(-0.3)
+    assert np.array_equal(runs[1].memory, at.memory)                # the fixed point reports the side's memory
     assert np.allclose(runs[1].mmse, runs[0].mmse, atol=3e-3)
     assert runs[1].e_12 == pytest.approx(runs[0].e_12, abs=3e-3)
     assert abs(runs[0].e_12) > 0.05

@@ -79,6 +79,8 @@ class CrossFixedPoint:
         The layers' noises and their correlation at the fixed point.
     mixing, mixing_se : (2, 2) arrays
         ``F^{-1} Gamma`` at the fixed point (its off-diagonal ``a_12``, ``a_21``) and its errors.
+    memory : (2, 2) array or None
+        ``I + F^{-1} Lambda`` at the fixed point, where the channel side computed it.
     iterations : int
         Iterations to convergence, not counting the ``further`` check.
     trace : (iterations + 1, 3) array
@@ -93,6 +95,7 @@ class CrossFixedPoint:
     kappa: float
     mixing: np.ndarray
     mixing_se: np.ndarray
+    memory: np.ndarray | None
     iterations: int
     trace: np.ndarray
 
@@ -255,4 +258,5 @@ def cross_fixed_point(alpha: float, channel, priors, init, *, side=None, prior=N
     d1, d2, kappa = layer_noises(final.F, alpha)
     return CrossFixedPoint(alpha=alpha, mmse=tuple(map(float, run.x[:2])), q=tuple(map(float, Q0 - run.x[:2])),
                            e_12=float(run.x[2]), deltas=(d1, d2), kappa=kappa, mixing=final.mixing,
-                           mixing_se=final.mixing_se, iterations=run.iterations, trace=run.trace)
+                           mixing_se=final.mixing_se, memory=final.memory, iterations=run.iterations,
+                           trace=run.trace)
