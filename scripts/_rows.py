@@ -39,6 +39,24 @@ def data_parser(doc: str, name: str | None) -> argparse.ArgumentParser:
     return parser
 
 
+def command_line(base: str, parser: argparse.ArgumentParser, args, names) -> str:
+    """The ``# made by:`` command: ``base`` and, of the options ``names``, those whose value in ``args`` differs
+    from ``parser``'s default, in that order (a list as its numbers by ``:g``, a flag by its name alone)."""
+    parts = [base]
+    for name in names:
+        value = getattr(args, name)
+        if value == parser.get_default(name):
+            continue
+        flag = "--" + name.replace("_", "-")
+        if value is True:
+            parts.append(flag)
+        elif isinstance(value, list):
+            parts.append(f"{flag} " + " ".join(f"{x:g}" for x in value))
+        else:
+            parts.append(f"{flag} {value}")
+    return " ".join(parts)
+
+
 def read_rows(path) -> list[dict]:
     """The rows of a data file written by :func:`write_rows` (none if ``path`` does not exist)."""
     if not os.path.exists(path):

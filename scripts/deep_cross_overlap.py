@@ -33,7 +33,7 @@ from aimlib.backend import to_host
 from aimlib.amp import gamp_rie
 from aimlib.channels import DeepAttention
 from aimlib.model import matrix_overlap, sample_dataset
-from _rows import DATA, data_parser, write_rows
+from _rows import command_line, data_parser, write_rows
 
 COMMAND = "python scripts/deep_cross_overlap.py"
 C, RHO, T, MAX_ITER = 0.5, (0.5, 0.5), 2, 600
@@ -90,13 +90,7 @@ def main(argv=None) -> int:
 
 def command(args) -> str:
     """The ``# made by:`` command: ``COMMAND`` and the options that differ from their defaults."""
-    parts = [COMMAND]
-    for name, default in (("d", [200]), ("alpha", [0.3, 0.5, 1.0]), ("seeds", [0, 1, 2, 3])):
-        if vars(args)[name] != default:
-            parts.append(f"--{name} " + " ".join(f"{x:g}" for x in vars(args)[name]))
-    if args.out != str(DATA / "deep_cross_overlap.csv"):
-        parts.append(f"--out {args.out}")
-    return " ".join(parts + ["--append"] * args.append)
+    return command_line(COMMAND, parser(), args, ("d", "alpha", "seeds", "out", "append"))
 
 
 if __name__ == "__main__":

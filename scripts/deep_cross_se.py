@@ -19,7 +19,14 @@ minutes per row), and writes ``book/data/deep_cross_se_measured.csv`` with the s
 more: the prior side's ``e_12`` at the fixed point and its standard error over the instances
 (``prior_e_12``, ``prior_e_12_se``), and the memory's diagonal ``mem_11, mem_22``::
 
-    python scripts/deep_cross_se.py [--out FILE] [--alpha 0.3 0.5 1 ...] [--seeds 0 1 2 3 ...]
+``--layers 3`` takes three hardmax layers with centred teachers (``rho_l = 0.5``, those of
+``book/data/deep_three_gamp.csv``) at ``alpha = 1, 1.5, 2`` and writes ``book/data/deep_three_cross_se.csv``:
+the same columns for layers 1 and 2 (their known parts are zero), layer 3's ``mmse_3``, ``delta_3``,
+``mix_33`` and ``sep_mmse_3``, and the memory's diagonal ``mem_11, mem_22``.  Three layers converge slowly
+at ``alpha = 2``: the iteration is undamped, ends by the window rule and is checked over 20 further
+iterations (``SETUPS``); 3 to 8 minutes per row at ``n = 200000``::
+
+    python scripts/deep_cross_se.py [--out FILE] [--layers 2|3] [--alpha 0.3 0.5 1 ...] [--seeds 0 1 2 3 ...]
         [--n 500000] [--prior first|measured] [--prior-d 600] [--prior-seeds 8]
 """
 from __future__ import annotations
@@ -29,7 +36,7 @@ import time
 from aimlib import state_evolution as se
 from aimlib.channels import DeepAttention
 from aimlib.channels.deep_moments import response_moments
-from aimlib.priors import Wishart
+from aimlib.priors import Centred, Wishart
 from aimlib.state_evolution.cross_fixed_point import (cross_fixed_point, measured_prior, measured_shifts,
                                                       monte_carlo_side)
 from _rows import DATA, data_parser, write_rows
@@ -40,26 +47,36 @@ COLUMNS = ["alpha", "seed", "n", "mmse_1", "mmse_2", "e_12", "delta_1", "delta_2
            "mix_12", "mix_12_se", "mix_21", "mix_21_se", "mem_12", "mem_21", "a_12", "a_21", "sep_mmse_1",
            "sep_mmse_2", "sep_e_12", "iterations", "seconds"]
 MEASURED = COLUMNS + ["prior_e_12", "prior_e_12_se", "mem_11", "mem_22"]
+#: the layers' set-ups: Wishart teachers for two, centred ones for three (the only ones three layers take)
+SETUPS = {2: dict(priors=(Wishart(RHO),) * 2, shared=RHO, alpha=[0.3, 0.5, 1.0], file="deep_cross_se.csv",
+                  extra=[], iteration=dict(tol=TOL)),
+          3: dict(priors=(Centred(RHO),) * 3, shared=0.0, alpha=[1.0, 1.5, 2.0], file="deep_three_cross_se.csv",
+                  extra=["mmse_3", "delta_3", "mix_33", "sep_mmse_3", "mem_11", "mem_22"],
+                  iteration=dict(tol=2.5 * TOL, damping=0.0, further=20, max_iter=150, rule="window"))}
 
 
-def row(alpha: float, seed: int, n: int, measured=None) -> dict:
+def row(alpha: float, seed: int, n: int, measured=None, layers: int = 2) -> dict:
     """One fixed point of the state evolution with the cross overlap, and the separable one it starts from;
-    ``measured = (d, seeds)`` takes the prior side to all orders."""
+    ``measured = (d, seeds)`` takes layers 1 and 2's prior side to all orders."""
     start = time.perf_counter()
-    ch, priors = DeepAttention(C), (Wishart(RHO), Wishart(RHO))
+    setup = SETUPS[layers]
+    ch, priors, s = DeepAttention(C, layers=layers), setup["priors"], setup["shared"]
     fp = se.fixed_point(alpha, ch, T=T, rho=priors, tol=1e-12)
     first = se.cross_overlap(alpha, fp.q, fp.mmse, ch, priors).q_12
-    side = monte_carlo_side(ch, (RHO, RHO), n=n, seed=seed, memory=measured is not None)
-    prior = None if measured is None else measured_prior(priors, *measured)
-    x = cross_fixed_point(alpha, ch, priors, (*fp.mmse, first), side=side, prior=prior, tol=TOL)
+    side = monte_carlo_side(ch, (s,) * layers, n=n, seed=seed, memory=measured is not None)
+    prior = None if measured is None else measured_prior(priors[:2], *measured)
+    x = cross_fixed_point(alpha, ch, priors, (*fp.mmse, first), side=side, prior=prior, **setup["iteration"])
     Q0 = tuple(q + m for q, m in zip(x.q, x.mmse))
-    mem = x.memory if x.memory is not None else response_moments(ch, x.q, Q0, shared=RHO, cross=x.e_12, n=n,
+    mem = x.memory if x.memory is not None else response_moments(ch, x.q, Q0, shared=s, cross=x.e_12, n=n,
                                                                   seed=seed).memory
-    known = [(q - RHO) / (top - RHO) for q, top in zip(x.q, Q0)]
+    known = [(q - s) / (top - s) for q, top in zip(x.q, Q0)]
     extra = {}
     if measured is not None:
-        shift, err = measured_shifts(priors, x.deltas, x.kappa, x.mixing, mem, *measured)
+        shift, err = measured_shifts(priors[:2], x.deltas[:2], x.kappa, x.mixing[:2, :2], mem[:2, :2], *measured)
         extra = {"prior_e_12": shift[2], "prior_e_12_se": err[2], "mem_11": mem[0, 0], "mem_22": mem[1, 1]}
+    if layers == 3:
+        extra.update(mmse_3=x.mmse[2], delta_3=x.deltas[2], mix_33=x.mixing[2, 2], sep_mmse_3=fp.mmse[2],
+                     mem_11=mem[0, 0], mem_22=mem[1, 1])
     return {**extra, "alpha": alpha, "seed": seed, "n": n, "mmse_1": x.mmse[0], "mmse_2": x.mmse[1], "e_12": x.e_12,
             "delta_1": x.deltas[0], "delta_2": x.deltas[1], "kappa": x.kappa, "mix_11": x.mixing[0, 0],
             "mix_22": x.mixing[1, 1], "mix_12": x.mixing[0, 1], "mix_12_se": x.mixing_se[0, 1],
@@ -70,25 +87,29 @@ def row(alpha: float, seed: int, n: int, measured=None) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = data_parser(__doc__, "deep_cross_se.csv")
-    parser.add_argument("--alpha", type=float, nargs="+", default=[0.3, 0.5, 1.0])
+    parser = data_parser(__doc__, None)
+    parser.add_argument("--layers", type=int, choices=[2, 3], default=2)
+    parser.add_argument("--alpha", type=float, nargs="+", default=None)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3])
     parser.add_argument("--n", type=int, default=500_000)
     parser.add_argument("--prior", choices=["first", "measured"], default="first")
     parser.add_argument("--prior-d", type=int, default=600)
     parser.add_argument("--prior-seeds", type=int, default=8)
     args = parser.parse_args(argv)
-    measured, columns, command = None, COLUMNS, COMMAND
+    setup = SETUPS[args.layers]
+    alphas = setup["alpha"] if args.alpha is None else args.alpha
+    measured, columns, name = None, COLUMNS + setup["extra"], setup["file"]
+    command = COMMAND + (" --layers 3" if args.layers == 3 else "")
     if args.prior == "measured":
-        measured, columns = (args.prior_d, range(args.prior_seeds)), MEASURED
-        command = f"{COMMAND} --prior measured --prior-d {args.prior_d} --prior-seeds {args.prior_seeds}"
-        if args.out == str(DATA / "deep_cross_se.csv"):
-            args.out = str(DATA / "deep_cross_se_measured.csv")
-    extra = [f"--alpha {' '.join(f'{a:g}' for a in args.alpha)}"] if args.alpha != [0.3, 0.5, 1.0] else []
+        measured = (args.prior_d, range(args.prior_seeds))
+        columns = MEASURED + [c for c in setup["extra"] if c not in MEASURED]
+        command += f" --prior measured --prior-d {args.prior_d} --prior-seeds {args.prior_seeds}"
+        name = name.replace(".csv", "_measured.csv")
+    extra = [f"--alpha {' '.join(f'{a:g}' for a in alphas)}"] if alphas != setup["alpha"] else []
     extra += [f"--seeds {' '.join(map(str, args.seeds))}"] if args.seeds != [0, 1, 2, 3] else []
     command = " ".join([command, *extra] + ([f"--n {args.n}"] if args.n != 500_000 else []))
-    rows = (row(a, s, args.n, measured) for s in args.seeds for a in args.alpha)
-    return write_rows(args.out, command, columns, rows)
+    rows = (row(a, s, args.n, measured, args.layers) for s in args.seeds for a in alphas)
+    return write_rows(args.out or str(DATA / name), command, columns, rows)
 
 
 if __name__ == "__main__":

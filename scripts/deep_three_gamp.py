@@ -32,7 +32,7 @@ from aimlib.backend import to_host
 from aimlib.channels import DeepAttention
 from aimlib.errors import ConvergenceError
 from aimlib.model import matrix_overlap, sample_dataset
-from _rows import data_parser, write_rows
+from _rows import command_line, data_parser, write_rows
 
 COMMAND = "python scripts/deep_three_gamp.py"
 C, RHO, T, MAX_ITER = 0.5, 0.5, 2, 400
@@ -87,15 +87,25 @@ def run(alpha: float, d: int, seed: int, eps: float) -> dict:
             "reason": reason, "seconds": seconds}
 
 
+def parser():
+    """The command line: ``--out``, ``--d``, ``--alpha``, ``--seeds`` and ``--eps``."""
+    p = data_parser(__doc__, "deep_three_gamp.csv")
+    p.add_argument("--d", type=int, nargs="+", default=[60, 100])
+    p.add_argument("--alpha", type=float, nargs="+", default=[1.0, 1.5, 2.0])
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--eps", type=float, default=0.1)
+    return p
+
+
 def main(argv=None) -> int:
-    parser = data_parser(__doc__, "deep_three_gamp.csv")
-    parser.add_argument("--d", type=int, nargs="+", default=[60, 100])
-    parser.add_argument("--alpha", type=float, nargs="+", default=[1.0, 1.5, 2.0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--eps", type=float, default=0.1)
-    args = parser.parse_args(argv)
+    args = parser().parse_args(argv)
     rows = (run(a, d, s, args.eps) for d in args.d for a in args.alpha for s in args.seeds)
-    return write_rows(args.out, COMMAND, COLUMNS, rows)
+    return write_rows(args.out, command(args), COLUMNS, rows)
+
+
+def command(args) -> str:
+    """The ``# made by:`` command: ``COMMAND`` and the options that differ from their defaults."""
+    return command_line(COMMAND, parser(), args, ("d", "alpha", "seeds", "eps", "out"))
 
 
 if __name__ == "__main__":

@@ -199,8 +199,12 @@ def test_bad_inputs_are_refused():
         cross_residual((0.5, 0.5), (1.0, 1.0), 0.1, (0.1,))
     with pytest.raises(ValueError, match="alpha"):
         cross_fixed_point(0.0, CH, WISHART, (0.5, 0.5, 0.0), side=separable_side(CH, (0.5, 0.5)))
-    with pytest.raises(ValueError, match="two layers"):
-        cross_fixed_point(0.5, DeepAttention(0.5, layers=3), (Centred(0.5),) * 3, (0.5, 0.5, 0.0))
+    with pytest.raises(ValueError, match="two or three layers"):
+        cross_fixed_point(0.5, DeepAttention(0.5, layers=3), (Centred(0.5),) * 2, (0.5, 0.5, 0.0))
+    with pytest.raises(ValueError, match="centred teachers"):
+        cross_fixed_point(0.5, DeepAttention(0.5, layers=3), (Wishart(0.5),) * 3, (0.5, 0.5, 0.5, 0.0))
+    with pytest.raises(ValueError, match="init must hold 3"):
+        cross_fixed_point(0.5, CH, WISHART, (0.5, 0.5, 0.5, 0.0), side=separable_side(CH, (0.5, 0.5)))
     with pytest.raises(ValueError, match=r"init\[0\]"):
         cross_fixed_point(0.5, CH, WISHART, (1.2, 0.5, 0.0), side=separable_side(CH, (0.5, 0.5)))
 
@@ -233,3 +237,16 @@ def test_the_committed_all_orders_rows_are_fixed_points_of_their_command():
                                                                      twin["sep_e_12"])
         assert abs(float(r["e_12"]) - float(r["prior_e_12"])) < 2e-4 > float(r["prior_e_12_se"])
         assert abs(float(r["mix_12"]) - float(twin["mix_12"])) < 4 * float(twin["mix_12_se"])
+
+
+@pytest.mark.slow
+def test_a_committed_first_order_row_stays_put_when_taken_further():
+    """``book/data/deep_cross_se.csv`` at alpha = 0.5, seed 0: the iteration restarted at the committed fixed
+    point with the same draws, and taken 25 iterations further (more than the contraction needs to show a
+    slow mode), stays within the script's tolerance of it."""
+    _, rows = committed("deep_cross_se.csv")
+    r = next(r for r in rows if (float(r["alpha"]), int(r["seed"])) == (0.5, 0))
+    start = [float(r[k]) for k in ("mmse_1", "mmse_2", "e_12")]
+    side = monte_carlo_side(CH, (0.5, 0.5), n=int(r["n"]), seed=0)
+    x = cross_fixed_point(0.5, CH, WISHART, start, side=side, tol=2e-4, further=25)
+    assert np.allclose([*x.mmse, x.e_12], start, atol=2e-4)

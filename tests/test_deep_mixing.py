@@ -50,8 +50,8 @@ def test_the_committed_prediction_has_the_runs_sign_and_size():
 
 
 def test_bad_inputs_are_refused():
-    with pytest.raises(ValueError, match="two layers"):
-        response_moments(DeepAttention(0.5, layers=3), (0.3,) * 3, (1.0,) * 3, n=2000)
+    with pytest.raises(ValueError, match="Q0 must hold 3"):
+        response_moments(DeepAttention(0.5, layers=3), (0.3,) * 3, (1.0,) * 2, n=2000)
     with pytest.raises(ValueError, match="too large"):
         response_moments(DeepAttention(0.5), (0.3, 0.3), (1.0, 1.0), cross=0.31, n=2000)
     with pytest.raises(ValueError, match="q\\[1\\]"):

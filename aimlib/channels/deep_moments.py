@@ -2,9 +2,9 @@ r"""Moments of layered channels under the law that GAMP-RIE's estimates meet (bo
 "Correlated layers").
 
 Two layers ``l = 1, 2`` with one denoiser each leave the estimates' residuals a cross-covariance
-``e_12``.  Given the estimates ``omega`` the indices are then ``h = M omega + K^{1/2} xi``
-(:func:`residual_law`), not ``N(omega, V)`` as :meth:`~aimlib.channels.DeepAttention.g_out`
-assumes.  Under that law, with the weights of the state evolution
+``e_12`` (of three layers, layers 1 and 2: the third keeps none).  Given the estimates ``omega`` the
+indices are then ``h = M omega + K^{1/2} xi`` (:func:`residual_law`), not ``N(omega, V)`` as
+:meth:`~aimlib.channels.DeepAttention.g_out` assumes.  Under that law, with the weights of the state evolution
 (``2 sum_{a<=b} Sigma_ab``, as in ``F``),
 
 .. math::  F_{ll'} = 2\sum_{a\le b}\Sigma_{ab}\,\mathbb E[g_{l,ab}\,g_{l',ab}],\quad
@@ -140,10 +140,10 @@ def response_moments(ch, q, Q0, *, shared=0.0, cross: float = 0.0, n: int = 200_
     Parameters
     ----------
     ch : DeepAttention
-        Two hardmax layers (``T = 2``).
-    q, Q0 : pairs of floats
+        Two or three hardmax layers (``T = 2``); every moment is ``L x L``.
+    q, Q0 : sequences of floats, one per layer
         The estimates' overlaps and the teachers' second moments, ``0 <= q_l < Q0_l``.
-    shared : float or pair
+    shared : float or one per layer
         The estimates' known parts ``s_l`` (Wishart teachers: ``rho_l``; centred: ``0``).
     cross : float
         The residual cross-covariance ``e_12`` (:func:`aimlib.state_evolution.cross_overlap`).
@@ -159,23 +159,22 @@ def response_moments(ch, q, Q0, *, shared=0.0, cross: float = 0.0, n: int = 200_
         :func:`aimlib.state_evolution.cross_fixed_point.cross_fixed_point`).
     """
     rng = v.generator(seed)
-    if ch.n_indices != 2:
-        raise ValueError(f"ch must have two layers, got {ch!r}")
+    L = ch.n_indices
     q, Q0, V, s = ch.law_args(q, Q0, shared)
     batches = v.integer("batches", batches, minimum=2)
     n = v.integer("n", n, minimum=100 * batches) // batches * batches
-    omega, h, r, chol = draw_law(q, Q0, s, v.real("cross", cross), 2, n, rng)
+    omega, h, r, chol = draw_law(q, Q0, s, v.real("cross", cross), L, n, rng)
     y = ch(h, seed=rng)
     g = ch.g_out(y, omega, V)
     K_inv = np.linalg.inv(chol @ chol.T)
     score = np.einsum("lm,nmk->nlk", K_inv, r[..., _IU[0], _IU[1]]) / _SIGMA
     gk = g[..., _IU[0], _IU[1]]
     split = (batches, n // batches)
-    F = _weighted_mean(gk.reshape(*split, 2, 3), gk.reshape(*split, 2, 3))
-    Gamma = _weighted_mean(gk.reshape(*split, 2, 3), score.reshape(*split, 2, 3))
+    F = _weighted_mean(gk.reshape(*split, L, 3), gk.reshape(*split, L, 3))
+    Gamma = _weighted_mean(gk.reshape(*split, L, 3), score.reshape(*split, L, 3))
     parts = {"F": F, "Gamma": Gamma, "Lambda": None, "mixing": np.linalg.solve(F, Gamma), "memory": None}
     if memory:
-        Lam = _finite_difference(ch, y, omega, V, v.positive("eps", eps)).reshape(*split, 2, 2).mean(axis=1)
-        parts.update(Lambda=Lam, memory=np.eye(2) + np.linalg.solve(F, Lam))
+        Lam = _finite_difference(ch, y, omega, V, v.positive("eps", eps)).reshape(*split, L, L).mean(axis=1)
+        parts.update(Lambda=Lam, memory=np.eye(L) + np.linalg.solve(F, Lam))
     se = {k: x.std(axis=0, ddof=1) / np.sqrt(batches) for k, x in parts.items() if x is not None}
     return ResponseMoments(*(None if x is None else x.mean(axis=0) for x in parts.values()), se=se)

@@ -26,8 +26,15 @@ of the other layer's centred teacher ``C_k`` in ``R_l``.  The state is ``(q_1, q
    (one up to ``O(e_12)``) is kept at one and reported.  To all orders, with the whole mixing ``A`` and
    memory ``B``: :func:`measured_prior`, two RIEs measured at size ``d`` on fixed instances.
 
+Three layers with centred teachers (book, chapter "Correlated layers", section "Three layers"): the flip of
+layer 3 keeps ``F``, ``Gamma`` and ``Lambda`` zero between layer 3 and the others under the law with ``e_12``
+(layer 3's draws enter alone), so layers 1 and 2 are the pair above, with the upper-left blocks, and layer 3
+sees its own noise ``Delta_3 = 1/(alpha F_33)``: ``mmse_3 = mmse_{S_3}(Delta_3)``.  The state is
+``(q_1, q_2, q_3, e_12)``.
+
 The iteration is damped, ``x <- damping x + (1 - damping) step(x)``, until a step moves no component
-by more than ``tol/4`` (a slow contraction leaves the fixed point several steps away); it is then taken
+by more than ``tol/4`` (a slow contraction leaves the fixed point several steps away), or with
+``rule='window'`` until the distance left, estimated from the contraction, is that small; it is then taken
 ``further`` iterations on, and every one of those iterates must stay within ``tol`` of the declared
 point (else :class:`~aimlib.errors.ConvergenceError`).  With
 ``e_12`` and the mixing forced to zero (``side=separable_side(...)``) the map is the separable state
@@ -55,8 +62,8 @@ __all__ = ["CrossFixedPoint", "ChannelSide", "monte_carlo_side", "separable_side
 @dataclass(frozen=True)
 class ChannelSide:
     """What one channel-side evaluation hands the prior side: the moment matrix ``F`` (without
-    ``alpha``), the mixing ``F^{-1} Gamma`` (``2 x 2``), the mixing's standard errors (zeros
-    where exact) and the memory ``I + F^{-1} Lambda`` (``None`` where it was not computed)."""
+    ``alpha``), the mixing ``F^{-1} Gamma``, the mixing's standard errors (zeros where exact) and the
+    memory ``I + F^{-1} Lambda`` (``None`` where it was not computed), each ``L x L`` for ``L`` layers."""
 
     F: np.ndarray
     mixing: np.ndarray
@@ -71,20 +78,20 @@ class CrossFixedPoint:
     Attributes
     ----------
     alpha : float
-    mmse, q : pairs
+    mmse, q : tuples, one entry per layer
         The layers' errors and overlaps.
     e_12 : float
         The residual cross-covariance (the centred estimates' cross overlap ``q_12``).
-    deltas, kappa : pair, float
-        The layers' noises and their correlation at the fixed point.
-    mixing, mixing_se : (2, 2) arrays
-        ``F^{-1} Gamma`` at the fixed point (its off-diagonal ``a_12``, ``a_21``) and its errors.
-    memory : (2, 2) array or None
+    deltas, kappa : tuple, float
+        The layers' noises and the correlation of layers 1 and 2's at the fixed point.
+    mixing, mixing_se : (L, L) arrays
+        ``F^{-1} Gamma`` at the fixed point (its entries ``a_12``, ``a_21``) and its errors.
+    memory : (L, L) array or None
         ``I + F^{-1} Lambda`` at the fixed point, where the channel side computed it.
     iterations : int
         Iterations to convergence, not counting the ``further`` check.
-    trace : (iterations + 1, 3) array
-        ``(mmse_1, mmse_2, e_12)`` at every iterate.
+    trace : (iterations + 1, L + 1) array
+        ``(mmse_1, ..., mmse_L, e_12)`` at every iterate.
     """
 
     alpha: float
@@ -122,7 +129,7 @@ def separable_side(channel, shared, T: int = 2):
     and its ``e_12`` the first order of :func:`~aimlib.state_evolution.cross_overlap`."""
     def side(q, Q0, e_12):
         F = np.asarray(channel.moment_matrix(tuple(q), tuple(Q0), T, shared), dtype=float)
-        return ChannelSide(F, np.eye(2), np.zeros((2, 2)))
+        return ChannelSide(F, np.eye(len(F)), np.zeros(F.shape))
     return side
 
 
@@ -178,40 +185,74 @@ def measured_prior(priors, d: int = 600, seeds=range(8)):
     return prior
 
 
-def _prior_side(alpha, prior, at: ChannelSide):
-    """``(mmse_1, mmse_2, e_12)`` from the channel side's noises, mixing and memory (module docstring, step 2)."""
-    d1, d2, kappa = layer_noises(at.F, alpha)
-    return prior((d1, d2), kappa, at)
+def _pair(at: ChannelSide) -> ChannelSide:
+    """Layers 1 and 2's blocks of ``at``: all of it for two layers; for three, the block that the layer-3 flip
+    leaves coupled (``F``, ``Gamma`` and ``Lambda`` vanish between layer 3 and the others)."""
+    block = (slice(0, 2),) * 2
+    return ChannelSide(at.F[block], at.mixing[block], at.mixing_se[block],
+                       None if at.memory is None else at.memory[block])
+
+
+def _prior_side(alpha, prior, priors, at: ChannelSide):
+    """``(mmse_1, ..., mmse_L, e_12)`` from the channel side's noises, mixing and memory (module docstring,
+    step 2); a third layer sees its own noise ``1/(alpha F_33)`` and no cross term."""
+    pair = _pair(at)
+    d1, d2, kappa = layer_noises(pair.F, alpha)
+    x = prior((d1, d2), kappa, pair)
+    third = [p.mmse(1.0 / (alpha * at.F[l, l])) for l, p in enumerate(priors[2:], start=2)]
+    return np.array([*x[:2], *third, x[2]])
+
+
+def _start(channel, priors, init) -> tuple:
+    """``(L, Q0, shared, x0)``: the layers, the priors' second moments and known parts, and ``init`` checked."""
+    L = channel.n_indices if isinstance(channel, Channel) else None
+    if L not in (2, 3) or len(priors) != L:
+        raise ValueError(f"cross_fixed_point: two or three layers with one prior each, got {channel!r} and "
+                         f"{len(priors)} priors")
+    Q0, V0 = components(priors)
+    shared = tuple(p.mean_square() for p in priors)
+    if L == 3 and any(shared):
+        raise ValueError(f"cross_fixed_point: three layers need centred teachers (mean_square 0), got {shared}")
+    if len(init) != L + 1:
+        raise ValueError(f"init must hold {L + 1} numbers (mmse_1, ..., mmse_{L}, e_12), got {len(init)}")
+    x0 = np.array([v.in_range(f"init[{i}]", x, 0.0, V0[i]) for i, x in enumerate(init[:L])]
+                  + [v.real(f"init[{L}]", init[L])])
+    return L, Q0, shared, x0
 
 
 def cross_fixed_point(alpha: float, channel, priors, init, *, side=None, prior=None, damping: float = 0.3,
-                      tol: float = 1e-4, max_iter: int = 60, further: int = 5) -> CrossFixedPoint:
-    r"""Iterate ``(mmse_1, mmse_2, e_12)`` to a fixed point of the state evolution with the cross overlap.
+                      tol: float = 1e-4, max_iter: int = 60, further: int = 5, rule: str = "step") -> CrossFixedPoint:
+    r"""Iterate ``(mmse_1, ..., mmse_L, e_12)`` to a fixed point of the state evolution with the cross overlap.
 
     Parameters
     ----------
     alpha : float
         Sample complexity, ``> 0``.
     channel : DeepAttention
-        Two layers (``T = 2``).
-    priors : pair of Priors
-        The teachers' priors; their ``mean_square`` is the known part the estimates share.
-    init : triple
-        The starting ``(mmse_1, mmse_2, e_12)``, each error at most the prior's before any data,
+        Two layers, or three with centred teachers (``T = 2``).
+    priors : sequence of Priors
+        The teachers' priors, one per layer; their ``mean_square`` is the known part the estimates share.
+    init : sequence
+        The starting ``(mmse_1, ..., mmse_L, e_12)``, each error at most the prior's before any data,
         e.g. the separable fixed point and its first-order :func:`~aimlib.state_evolution.cross_overlap`.
     side : callable, optional
         ``(q, Q0, e_12) -> ChannelSide``; default :func:`monte_carlo_side` with its defaults.
     prior : callable, optional
-        ``(deltas, kappa, ChannelSide) -> (mmse_1, mmse_2, e_12)``; default :func:`first_order_prior`
-        (:func:`measured_prior`: to all orders).
+        Layers 1 and 2's prior side, ``(deltas, kappa, ChannelSide) -> (mmse_1, mmse_2, e_12)``; default
+        :func:`first_order_prior` (:func:`measured_prior`: to all orders).  A third layer's error is
+        ``mmse_3(1/(alpha F_33))``, its diagonal of the mixing kept at one (and reported).
     damping : float
         Weight of the old iterate, in ``[0, 0.999]``.
     tol : float
-        How far the ``further`` iterates may move from the declared point (a step of ``tol/4`` ends
-        the iteration); set it above the map's Monte Carlo graininess, which common random numbers
-        leave as steps of order ``1/n``.
+        How far the ``further`` iterates may move from the declared point; set it above the map's Monte
+        Carlo graininess, which common random numbers leave as steps of order ``1/n``.
     max_iter, further : int
         Iterations allowed, and iterations taken on after convergence as its check.
+    rule : {'step', 'window'}
+        What ends the iteration: a step of ``tol/4`` (``'step'``, the rule the two-layer data were made
+        with, checked by the ``further`` iterates), or the distance to the fixed point,
+        estimated from the contraction over a window of ten steps, within ``tol/4`` (``'window'``,
+        :class:`~aimlib.iteration.WindowRule`: it does not stop on a slow mode).
 
     Returns
     -------
@@ -226,15 +267,9 @@ def cross_fixed_point(alpha: float, channel, priors, init, *, side=None, prior=N
         :func:`~aimlib.priors.correlated.layer_noises`).
     """
     alpha = v.positive("alpha", alpha)
-    if not isinstance(channel, Channel) or channel.n_indices != 2 or len(priors) != 2:
-        raise ValueError(f"cross_fixed_point: two layers with one prior each, got {channel!r} and "
-                         f"{len(priors)} priors")
-    Q0, V0 = components(priors)
-    shared = tuple(p.mean_square() for p in priors)
+    L, Q0, shared, x0 = _start(channel, priors, init)
     side = monte_carlo_side(channel, shared) if side is None else side
     prior = first_order_prior(priors) if prior is None else prior
-    x0 = np.array([v.in_range(f"init[{i}]", x, 0.0, V0[i]) for i, x in enumerate(init[:2])]
-                  + [v.real("init[2]", init[2])])
     further = v.integer("further", further, minimum=1)
     last = {}
 
@@ -243,20 +278,23 @@ def cross_fixed_point(alpha: float, channel, priors, init, *, side=None, prior=N
         key = tuple(x)
         if key not in last:
             last.clear()
-            last[key] = side(tuple(Q0 - x[:2]), tuple(Q0), float(x[2]))
+            last[key] = side(tuple(Q0 - x[:L]), tuple(Q0), float(x[L]))
         return last[key]
 
-    run = iterate_map(lambda x: _prior_side(alpha, prior, at(x)), x0, v.positive("tol", tol) / 4, damping=damping,
-                      max_iter=max_iter)
+    def step(x):
+        return _prior_side(alpha, prior, priors, at(x))
+
+    run = iterate_map(step, x0, v.positive("tol", tol) / 4, rule=rule, damping=damping, max_iter=max_iter)
     if not run.verdict.converged:
         raise ConvergenceError(f"the cross state evolution at alpha={alpha:g} did not converge within "
-                               f"max_iter={max_iter} ({run.verdict.state}, last change "
+                               f"max_iter={max_iter} ({run.verdict.state}, {rule} rule's distance "
                                f"{run.verdict.distance:.3g} > tol/4={tol / 4:g}); raise max_iter or damping")
     final = at(run.x)
-    taken_further(lambda x: damping * x + (1 - damping) * _prior_side(alpha, prior, at(x)), run.x, further, tol,
+    taken_further(lambda x: damping * x + (1 - damping) * step(x), run.x, further, tol,
                   f"the cross state evolution at alpha={alpha:g}")
-    d1, d2, kappa = layer_noises(final.F, alpha)
-    return CrossFixedPoint(alpha=alpha, mmse=tuple(map(float, run.x[:2])), q=tuple(map(float, Q0 - run.x[:2])),
-                           e_12=float(run.x[2]), deltas=(d1, d2), kappa=kappa, mixing=final.mixing,
+    d1, d2, kappa = layer_noises(_pair(final).F, alpha)
+    deltas = (d1, d2, *(1.0 / (alpha * final.F[l, l]) for l in range(2, L)))
+    return CrossFixedPoint(alpha=alpha, mmse=tuple(map(float, run.x[:L])), q=tuple(map(float, Q0 - run.x[:L])),
+                           e_12=float(run.x[L]), deltas=deltas, kappa=kappa, mixing=final.mixing,
                            mixing_se=final.mixing_se, memory=final.memory, iterations=run.iterations,
                            trace=run.trace)
