@@ -6,10 +6,12 @@ cross overlap left out).  Beside them ``se`` prints, for two layers, the oracle'
 (given the other layer's teacher: a lower bound, :func:`aimlib.state_evolution.oracle_fixed_point`)
 and the cross overlap ``q_12`` of the centred estimates of layers 1 and 2, chosen by ``--cross``:
 
-* ``first-order``: ``q_12``, the first order in the noises' correlation at the separable fixed point
-  (:func:`aimlib.state_evolution.cross_overlap`; deterministic, instant); three layers print this only;
+* ``first-order`` (the default for three layers): ``q_12``, the first order in the noises' correlation at
+  the separable fixed point (:func:`aimlib.state_evolution.cross_overlap`; deterministic, instant);
 * ``iterated`` (the default for two layers): ``q_12`` and the fixed point of the state evolution that
   carries the cross overlap and the mixing, ``mmse_1_cross, mmse_2_cross, q_12_cross``
+  (three layers: ``mmse_1_cross, mmse_2_cross, mmse_3_cross, q_12_cross``, iterated as
+  :data:`~aimlib.state_evolution.cross_fixed_point.THREE_LAYERS` says, minutes per ``alpha``)
   (:func:`aimlib.state_evolution.cross_fixed_point.cross_fixed_point`, started at the separable fixed
   point and ``q_12``), its channel side by ``--draws`` Monte Carlo draws of the stream ``--seed``, the
   same at every iteration.  Measured on one idle core (``c = 0.5``, ``rho_1 = rho_2 = 0.5``, the default
@@ -24,8 +26,7 @@ and the cross overlap ``q_12`` of the centred estimates of layers 1 and 2, chose
 
 The options are refused, naming why, where they do not apply: every one of them where the index
 matrices have no cross term (one layer, centred teachers of two layers: ``q_12 = 0`` exactly and
-the printed state evolution is the Bayes one), ``--cross iterated`` for three layers (that state
-evolution is implemented for two), ``--draws`` and ``--seed`` without ``--cross iterated``.
+the printed state evolution is the Bayes one), ``--draws`` and ``--seed`` without ``--cross iterated``.
 """
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ from .state_evolution.fixed_point import components, cross_terms
 
 cfp = LazyModule("aimlib.state_evolution.cross_fixed_point")   # its Monte Carlo side loads with it
 
-__all__ = ["CROSS_MODES", "DRAWS", "cross_arguments", "cross_mode", "cross_tol", "deep_columns"]
+__all__ = ["CROSS_MODES", "DRAWS", "cross_arguments", "cross_mode", "cross_tol", "iteration", "deep_columns"]
 
 CROSS_MODES = ("first-order", "iterated")
 #: default Monte Carlo draws of the iterated state evolution's channel side (the cost and spread above)
@@ -49,11 +50,12 @@ def cross_arguments(p, draws_type, seed_type) -> None:
     """The options of ``se`` for the cross overlap of two layers (``--cross``, ``--draws``, ``--seed``)."""
     p.add_argument("--cross", choices=list(CROSS_MODES), default=None,
                    help="the cross overlap of layers 1 and 2 where the layers' output has cross terms "
-                        "(deep-hardmax: two layers of wishart teachers, three layers): first-order prints "
-                        "q_12, its first order at the separable fixed point (instant; three layers: the only "
-                        "one); iterated (default for two layers) adds mmse_1_cross, mmse_2_cross, q_12_cross, "
-                        "the fixed point of the state evolution that carries the cross overlap and the "
-                        "mixing, by Monte Carlo (--draws, --seed): 4 to 20 s per alpha on one core, spread "
+                        "(deep-hardmax: two layers of wishart teachers, three layers): first-order (default for three "
+                        "layers) prints q_12, its first order at the separable fixed point (instant); iterated "
+                        "(default for two layers) adds mmse_1_cross, mmse_2_cross, q_12_cross (three layers: "
+                        "mmse_3_cross too), the fixed point of the state evolution that carries the cross "
+                        "overlap and the mixing, by Monte Carlo (--draws, --seed): two layers 4 to 20 s per "
+                        "alpha on one core (three layers minutes), spread "
                         "over seeds about 0.002 in the errors and 0.0006 to 0.002 in q_12_cross at the "
                         "default draws; at c = 0.5, rho = 0.5 the errors stay within 0.005 of mmse_l "
                         "(aimlib.cli_deep)")
@@ -80,30 +82,32 @@ def cross_mode(args, ch, priors) -> str | None:
                              f"two deep-hardmax layers of wishart teachers, or three layers: give no "
                              f"{' or '.join(given)}")
         return None
-    if ch.n_indices != 2:
-        if args.cross == "iterated":
-            raise ValueError(f"--cross iterated: the state evolution that carries the cross overlap is implemented "
-                             f"for two layers, got {ch.n_indices}; here se prints q_12 of layers 1 and 2 to first "
-                             "order (--cross first-order, the default)")
-        mode = "first-order"
-    else:
-        mode = args.cross or "iterated"
+    mode = args.cross or ("iterated" if ch.n_indices == 2 else "first-order")
     extra = [g for g in given if g != "--cross"]
     if mode == "first-order" and extra:
-        which = "--cross first-order prints" if ch.n_indices == 2 else f"{ch.n_indices} layers print"
+        which = ("--cross first-order prints" if args.cross or ch.n_indices == 2 else
+                 f"{ch.n_indices} layers print, unless --cross iterated,")
         raise ValueError(f"{extra[0]}: an option of --cross iterated (its Monte Carlo draws); {which} q_12 to first "
                          f"order, deterministic: give no {' or '.join(extra)}")
     return mode
 
 
 def cross_tol(draws: int) -> float:
-    """The tolerance of the iterated fixed point at ``draws``: ``2e-4`` (that of the committed runs), or
-    ``20/draws`` where the map's Monte Carlo graininess (steps of order ``1/draws``) is coarser."""
+    """The tolerance of the iterated fixed point of two layers at ``draws``: ``2e-4`` (that of the committed
+    runs), or ``20/draws`` where the map's Monte Carlo graininess (steps of order ``1/draws``) is coarser."""
     return max(2e-4, 20.0 / draws)
 
 
+def iteration(layers: int, draws: int) -> dict:
+    """How ``--cross iterated`` iterates: ``tol`` of :func:`cross_tol` for two layers; for three, 2.5 times it
+    and :data:`~aimlib.state_evolution.cross_fixed_point.THREE_LAYERS` (the committed rows' setup)."""
+    if layers == 2:
+        return dict(tol=cross_tol(draws))
+    return dict(tol=2.5 * cross_tol(draws), **cfp.THREE_LAYERS)
+
+
 def _iterated(res, ch, priors, T: int, draws: int, seed: int) -> list:
-    """``[mmse_1_cross, mmse_2_cross, q_12_cross]`` per ``alpha`` of ``res``, a line per ``alpha`` on a
+    """``[mmse_1_cross, ..., mmse_L_cross, q_12_cross]`` per ``alpha`` of ``res``, a line per ``alpha`` on a
     terminal's standard error."""
     side = cfp.monte_carlo_side(ch, tuple(p.mean_square() for p in priors), n=draws, seed=seed)
     _, V0 = components(priors)
@@ -114,7 +118,8 @@ def _iterated(res, ch, priors, T: int, draws: int, seed: int) -> list:
             continue
         first = se.cross_overlap(float(a), q, m, ch, priors, T).q_12
         try:
-            x = cfp.cross_fixed_point(float(a), ch, priors, (*m, first), side=side, tol=cross_tol(draws))
+            x = cfp.cross_fixed_point(float(a), ch, priors, (*m, first), side=side,
+                                      **iteration(ch.n_indices, draws))
         except ValueError as exc:     # a singular moment matrix: name the option that asked for it
             raise ValueError(f"--cross iterated at --alpha {a:g}: {exc} (--cross first-order gives q_12)") from None
         out.append([*x.mmse, x.e_12])
@@ -128,7 +133,7 @@ def _iterated(res, ch, priors, T: int, draws: int, seed: int) -> list:
 
 def deep_columns(args, ch, priors, res, mode) -> tuple[list, list]:
     """The columns after ``alpha, mmse_l, q_l`` and their rows: ``oracle_l`` (two layers), ``q_12`` and,
-    ``mode == 'iterated'``, ``mmse_1_cross, mmse_2_cross, q_12_cross``."""
+    ``mode == 'iterated'``, ``mmse_l_cross`` of every layer and ``q_12_cross``."""
     head, rows = [], [[] for _ in res.alpha]
     if ch.n_indices == 2:
         head += ["oracle_1", "oracle_2"]
@@ -138,7 +143,7 @@ def deep_columns(args, ch, priors, res, mode) -> tuple[list, list]:
     rows = [row + [se.cross_overlap(float(a), q, m, ch, priors, args.T).q_12]
             for a, row, q, m in zip(res.alpha, rows, res.q, res.mmse)]
     if mode == "iterated":
-        head += ["mmse_1_cross", "mmse_2_cross", "q_12_cross"]
+        head += [f"mmse_{ell}_cross" for ell in range(1, ch.n_indices + 1)] + ["q_12_cross"]
         draws = DRAWS if args.draws is None else args.draws
         rows = [row + extra for row, extra in
                 zip(rows, _iterated(res, ch, priors, args.T, draws, args.seed or 0))]

@@ -83,7 +83,7 @@ def test_a_committed_row_is_its_command_run_again():
         assert again[key] == pytest.approx(float(first[key]), abs=1e-9), key
 
 
-@pytest.mark.parametrize("name", ["deep_three_gamp.csv", "deep_three_gamp_d150.csv"])
+@pytest.mark.parametrize("name", ["deep_three_gamp.csv", "deep_three_gamp_d150.csv", "deep_three_gamp_d300.csv"])
 def test_the_three_layer_runs_are_those_their_made_by_line_names(name):
     """The committed three-layer GAMP-RIE runs: exactly the (alpha, d, seed) of the made-by command (read by
     the script's own parser and rebuilt from it), each ended by a rule the script names, its residuals'
