@@ -11,7 +11,7 @@ and the cross overlap ``q_12`` of the centred estimates of layers 1 and 2, chose
 * ``iterated`` (the default for two layers): ``q_12`` and the fixed point of the state evolution that
   carries the cross overlap and the mixing, ``mmse_1_cross, mmse_2_cross, q_12_cross``
   (three layers: ``mmse_1_cross, mmse_2_cross, mmse_3_cross, q_12_cross``, iterated as
-  :data:`~aimlib.state_evolution.cross_fixed_point.THREE_LAYERS` says, minutes per ``alpha``)
+  :func:`~aimlib.state_evolution.cross_fixed_point.three_layers` says, minutes per ``alpha``)
   (:func:`aimlib.state_evolution.cross_fixed_point.cross_fixed_point`, started at the separable fixed
   point and ``q_12``), its channel side by ``--draws`` Monte Carlo draws of the stream ``--seed``, the
   same at every iteration.  Measured on one idle core (``c = 0.5``, ``rho_1 = rho_2 = 0.5``, the default
@@ -99,11 +99,9 @@ def cross_tol(draws: int) -> float:
 
 
 def iteration(layers: int, draws: int) -> dict:
-    """How ``--cross iterated`` iterates: ``tol`` of :func:`cross_tol` for two layers; for three, 2.5 times it
-    and :data:`~aimlib.state_evolution.cross_fixed_point.THREE_LAYERS` (the committed rows' setup)."""
-    if layers == 2:
-        return dict(tol=cross_tol(draws))
-    return dict(tol=2.5 * cross_tol(draws), **cfp.THREE_LAYERS)
+    """How ``--cross iterated`` iterates: ``tol`` of :func:`cross_tol` for two layers; for three,
+    :func:`~aimlib.state_evolution.cross_fixed_point.three_layers` of it (the committed rows' setup)."""
+    return dict(tol=cross_tol(draws)) if layers == 2 else cfp.three_layers(cross_tol(draws))
 
 
 def _iterated(res, ch, priors, T: int, draws: int, seed: int) -> list:

@@ -24,7 +24,7 @@ more: the prior side's ``e_12`` at the fixed point and its standard error over t
 the same columns for layers 1 and 2 (their known parts are zero), layer 3's ``mmse_3``, ``delta_3``,
 ``mix_33`` and ``sep_mmse_3``, and the memory's diagonal ``mem_11, mem_22``.  Three layers converge slowly
 at ``alpha = 2``: the iteration is undamped, ends by the window rule and is checked over 20 further
-iterations (``THREE_LAYERS``); 3 to 8 minutes per row at ``n = 200000``::
+iterations (``three_layers``); 3 to 8 minutes per row at ``n = 200000``::
 
     python scripts/deep_cross_se.py [--out FILE] [--layers 2|3] [--alpha 0.3 0.5 1 ...] [--seeds 0 1 2 3 ...]
         [--n 500000] [--prior first|measured] [--prior-d 600] [--prior-seeds 8]
@@ -37,8 +37,8 @@ from aimlib import state_evolution as se
 from aimlib.channels import DeepAttention
 from aimlib.channels.deep_moments import response_moments
 from aimlib.priors import Centred, Wishart
-from aimlib.state_evolution.cross_fixed_point import (THREE_LAYERS, cross_fixed_point, measured_prior,
-                                                      measured_shifts, monte_carlo_side)
+from aimlib.state_evolution.cross_fixed_point import (cross_fixed_point, measured_prior, measured_shifts,
+                                                      monte_carlo_side, three_layers)
 from _rows import DATA, data_parser, write_rows
 
 COMMAND = "python scripts/deep_cross_se.py"
@@ -52,7 +52,7 @@ SETUPS = {2: dict(priors=(Wishart(RHO),) * 2, shared=RHO, alpha=[0.3, 0.5, 1.0],
                   extra=[], iteration=dict(tol=TOL)),
           3: dict(priors=(Centred(RHO),) * 3, shared=0.0, alpha=[1.0, 1.5, 2.0], file="deep_three_cross_se.csv",
                   extra=["mmse_3", "delta_3", "mix_33", "sep_mmse_3", "mem_11", "mem_22"],
-                  iteration=dict(tol=2.5 * TOL, **THREE_LAYERS))}
+                  iteration=three_layers(TOL))}
 
 
 def row(alpha: float, seed: int, n: int, measured=None, layers: int = 2) -> dict:

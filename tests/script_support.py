@@ -5,6 +5,9 @@ import importlib
 import sys
 from pathlib import Path
 
+import numpy as np
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "book" / "data"
 
@@ -24,3 +27,22 @@ def committed(name: str) -> tuple[str, list[dict]]:
     """The command on the made-by line of ``book/data/<name>`` and its rows (strings, as the CSV holds them)."""
     rows = import_script("_rows")
     return rows.made_by(DATA / name), rows.read_rows(DATA / name)
+
+
+def assert_first_order_row(row: dict, ch, priors, tol: float = 2e-4) -> None:
+    """A committed row of ``scripts/deep_cross_se.py`` (first-order prior side, ``L`` layers): it starts at the
+    separable fixed point (``sep_mmse_l`` and its first-order ``sep_e_12``), and it is a fixed point of its own
+    noises and mixing, each layer's error its prior's at ``delta_l`` and ``e_12`` the first order there
+    (:func:`~aimlib.priors.correlated.cross_residual`), within ``tol``."""
+    from aimlib import state_evolution as se
+    from aimlib.priors.correlated import cross_residual
+
+    x, layers = {k: float(val) for k, val in row.items()}, range(1, len(priors) + 1)
+    fp = se.fixed_point(x["alpha"], ch, T=2, rho=priors, tol=1e-12)
+    assert np.allclose([x[f"sep_mmse_{ell}"] for ell in layers], fp.mmse, atol=1e-9)
+    assert x["sep_e_12"] == pytest.approx(se.cross_overlap(x["alpha"], fp.q, fp.mmse, ch, priors).q_12, abs=1e-12)
+    deltas = [x[f"delta_{ell}"] for ell in layers]
+    mmse = [p.mmse(dl) for p, dl in zip(priors, deltas)]
+    assert np.allclose([x[f"mmse_{ell}"] for ell in layers], mmse, atol=tol)
+    assert x["e_12"] == pytest.approx(cross_residual(mmse[:2], deltas[:2], x["kappa"], (x["mix_12"], x["mix_21"])),
+                                      abs=tol)

@@ -14,7 +14,7 @@ from aimlib.priors.correlated import cross_residual, measure_cross_residual
 from aimlib.state_evolution.cross_fixed_point import (ChannelSide, cross_fixed_point, first_order_prior,
                                                       measured_prior, measured_shifts, monte_carlo_side,
                                                       separable_side)
-from script_support import committed
+from script_support import assert_first_order_row, committed
 
 CH = DeepAttention(0.5)
 WISHART = (Wishart(0.5), Wishart(0.5))
@@ -244,21 +244,13 @@ def test_the_committed_all_orders_rows_are_fixed_points_of_their_command():
 def test_the_committed_first_order_rows_are_fixed_points_of_their_own_noises(name, alphas, seeds):
     """``book/data/deep_cross_se.csv`` and ``deep_cross_curve.csv`` (the curve of the bracket figure): the rows
     are the (alpha, seed) of their made-by command at its defaults; each starts at the separable fixed point
-    and its first-order ``q_12``; at each, the first-order prior side of its own noises and mixing returns
-    its errors and ``e_12`` within the iteration's tolerance (a fixed point, not a last iterate); and the
-    errors' mean over the sets of draws lies within 0.0045 of the separable ones, as the chapters say."""
+    and is a fixed point, not a last iterate (:func:`script_support.assert_first_order_row`); and the errors'
+    mean over the sets of draws lies within 0.0045 of the separable ones, as the chapters say."""
     made_by, rows = committed(name)
     assert made_by.removeprefix("OPENBLAS_NUM_THREADS=1 ").split()[1:] == [f"scripts/{name[:-4]}.py"]
     assert sorted((float(r["alpha"]), int(r["seed"])) for r in rows) == sorted((a, s) for a in alphas for s in seeds)
     for r in rows:
-        x = {k: float(val) for k, val in r.items()}
-        fp = se.fixed_point(x["alpha"], CH, T=2, rho=WISHART, tol=1e-12)
-        first = se.cross_overlap(x["alpha"], fp.q, fp.mmse, CH, WISHART).q_12
-        assert np.allclose([x["sep_mmse_1"], x["sep_mmse_2"], x["sep_e_12"]], [*fp.mmse, first], atol=1e-9)
-        mmse = [p.mmse(dl) for p, dl in zip(WISHART, (x["delta_1"], x["delta_2"]))]
-        assert np.allclose([x["mmse_1"], x["mmse_2"]], mmse, atol=2e-4)
-        e_12 = cross_residual(mmse, (x["delta_1"], x["delta_2"]), x["kappa"], (x["mix_12"], x["mix_21"]))
-        assert x["e_12"] == pytest.approx(e_12, abs=2e-4)
+        assert_first_order_row(r, CH, WISHART)
     for a in alphas:                                    # the mean over the sets of draws, as the chapters say
         mean = [np.mean([float(r[k]) for r in rows if float(r["alpha"]) == a]) for k in ("mmse_1", "mmse_2")]
         sep = [float(next(r for r in rows if float(r["alpha"]) == a)[f"sep_{k}"]) for k in ("mmse_1", "mmse_2")]

@@ -9,9 +9,8 @@ from aimlib import state_evolution as se
 from aimlib.channels import DeepAttention
 from aimlib.channels.deep_moments import response_moments
 from aimlib.priors import Centred
-from aimlib.priors.correlated import cross_residual
 from aimlib.state_evolution.cross_fixed_point import cross_fixed_point, separable_side
-from script_support import committed, import_script
+from script_support import assert_first_order_row, committed, import_script
 
 THREE, CENTRED = DeepAttention(0.5, layers=3), (Centred(0.5),) * 3
 
@@ -58,17 +57,8 @@ def test_the_committed_rows_are_fixed_points_of_the_first_order_prior_side():
     assert made_by.startswith("python scripts/deep_cross_se.py --layers 3")
     assert sorted((float(r["alpha"]), int(r["seed"])) for r in rows) == sorted(
         (a, s) for a in (1.0, 1.5, 2.0) for s in range(4))
-    tol = 2e-4
     for r in rows:
-        x = {k: float(val) for k, val in r.items()}
-        fp, first = _separable(x["alpha"])
-        assert np.allclose([x["sep_mmse_1"], x["sep_mmse_2"], x["sep_mmse_3"]], fp.mmse, atol=1e-9)
-        assert x["sep_e_12"] == pytest.approx(first, abs=1e-12)
-        deltas = (x["delta_1"], x["delta_2"], x["delta_3"])
-        mmse = [p.mmse(dl) for p, dl in zip(CENTRED, deltas)]
-        assert np.allclose([x["mmse_1"], x["mmse_2"], x["mmse_3"]], mmse, atol=tol)
-        e_12 = cross_residual(mmse[:2], deltas[:2], x["kappa"], (x["mix_12"], x["mix_21"]))
-        assert x["e_12"] == pytest.approx(e_12, abs=tol)
+        assert_first_order_row(r, THREE, CENTRED)
 
 
 @pytest.mark.slow

@@ -30,7 +30,7 @@ Three layers with centred teachers (book, chapter "Correlated layers", section "
 layer 3 keeps ``F``, ``Gamma`` and ``Lambda`` zero between layer 3 and the others under the law with ``e_12``
 (layer 3's draws enter alone), so layers 1 and 2 are the pair above, with the upper-left blocks, and layer 3
 sees its own noise ``Delta_3 = 1/(alpha F_33)``: ``mmse_3 = mmse_{S_3}(Delta_3)``.  The state is
-``(q_1, q_2, q_3, e_12)``.  Three layers are iterated as :data:`THREE_LAYERS` says.
+``(q_1, q_2, q_3, e_12)``.  Three layers are iterated as :func:`three_layers` says.
 
 The iteration is damped, ``x <- damping x + (1 - damping) step(x)``, until a step moves no component
 by more than ``tol/4`` (a slow contraction leaves the fixed point several steps away), or with
@@ -56,13 +56,8 @@ from ..priors.correlated import cross_residual, layer_noises, measure_cross_resi
 from .fixed_point import components
 
 __all__ = ["CrossFixedPoint", "ChannelSide", "monte_carlo_side", "separable_side", "first_order_prior",
-           "measured_shifts", "measured_prior", "cross_fixed_point", "THREE_LAYERS"]
+           "measured_shifts", "measured_prior", "cross_fixed_point", "three_layers"]
 
-#: how three layers are iterated (``scripts/deep_cross_se.py --layers 3``, ``se --layers 3 --cross iterated``),
-#: with a tolerance 2.5 times that of two layers at the same draws: undamped, ended by the window rule (at
-#: alpha = 2 the map contracts slowly, and a damped step of 5e-5 left it 5e-4 short of its fixed point, which
-#: five further iterations did not see), and checked over twenty further iterations
-THREE_LAYERS = dict(damping=0.0, further=20, max_iter=150, rule="window")
 
 
 @dataclass(frozen=True)
@@ -224,6 +219,15 @@ def _start(channel, priors, init) -> tuple:
     x0 = np.array([v.in_range(f"init[{i}]", x, 0.0, V0[i]) for i, x in enumerate(init[:L])]
                   + [v.real(f"init[{L}]", init[L])])
     return L, Q0, shared, x0
+
+
+def three_layers(tol: float) -> dict:
+    """How three layers are iterated (``scripts/deep_cross_se.py --layers 3``, ``se --layers 3 --cross iterated``):
+    the keyword arguments of :func:`cross_fixed_point`, with ``2.5 tol``, ``tol`` the tolerance two layers take at
+    the same draws.  Undamped, ended by the window rule (at alpha = 2 the map contracts slowly, and a damped step
+    of 5e-5 left it 5e-4 short of its fixed point, which five further iterations did not see), and checked over
+    twenty further iterations."""
+    return dict(tol=2.5 * v.positive("tol", tol), damping=0.0, further=20, max_iter=150, rule="window")
 
 
 def cross_fixed_point(alpha: float, channel, priors, init, *, side=None, prior=None, damping: float = 0.3,
