@@ -13,7 +13,7 @@ Stages (``--stage``, in this order by default: the open questions first):
     cross-covariance ``e_12 = (1/d) Tr((S1_hat - S1)(S2_hat - S2))`` against the state
     evolution's first-order cross overlap ``se_q_12``
     (:func:`aimlib.state_evolution.cross_overlap`; ``scripts/deep_cross_overlap.py`` stops at
-    ``d = 400``).
+    ``d = 400``, and ``600`` at ``alpha = 0.3``).
 ``float32``
     Softmax ``T = 2``, ``rho = 0.5``, ``alpha = 0.1`` at ``d = 2000``: one float64 data set run
     in float64 and in float32; the float32 row carries the difference of the errors.

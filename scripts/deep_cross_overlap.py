@@ -16,7 +16,8 @@ and ``a_21``, and ``e_12_clean``, the residual cross-covariance of the two RIE o
 teachers' parts ``a_lk C_k`` are taken out of each ``R_l``; the run's ``iterations``,
 ``reason`` and ``seconds``.  About 11 minutes on one core at
 ``d = 200`` (all three alphas, four seeds); at ``d = 400`` a run took 2 to 4 (``alpha = 0.3``),
-8 (``alpha = 0.5``) and 25 (``alpha = 1``) minutes on one core shared with other work.
+8 (``alpha = 0.5``) and 25 (``alpha = 1``) minutes on one core shared with other work, and at
+``d = 600`` 23 to 25 (``alpha = 0.3``) on one core shared by three runs.
 GAMP-RIE runs with its full Onsager matrix (:func:`aimlib.amp.steps.onsager_rows`).
 ``--append`` adds rows to an existing ``--out``; its ``# made by:`` line then needs the new
 command added by hand (``tests/test_deep_cross.py`` checks the rows against it)::

@@ -51,16 +51,22 @@ def informative_start(S, priors, eps: float):
     return init, tuple(matrix_overlap(x - s, x - s) for x, s in zip(init, S))
 
 
+def problem(alpha: float, d: int, seed: int, eps: float):
+    """``(channel, data, S, init, init_m)``: the run's channel, its data set, the teachers on the host and
+    the informative start (:func:`informative_start`)."""
+    ch = DeepAttention(C, layers=3)
+    data = sample_dataset(alpha, d, T, (RHO,) * 3, ch, v.run_streams(seed).data, teachers="centred")
+    S = to_host(data.S)
+    return (ch, data, S, *informative_start(S, data.priors, eps))
+
+
 def run(alpha: float, d: int, seed: int, eps: float) -> dict:
     """One GAMP-RIE run from the informative start and the overlaps of its last iterate.
 
     A run that ends in a state the final check refuses (:class:`~aimlib.errors.ConvergenceError`: the
     measured error more than ``0.1`` above the prior mean's, or far from the prediction) is kept with
     ``reason = 'refused'`` and the overlaps of its last iterate."""
-    ch = DeepAttention(C, layers=3)
-    data = sample_dataset(alpha, d, T, (RHO,) * 3, ch, v.run_streams(seed).data, teachers="centred")
-    S = to_host(data.S)
-    init, init_m = informative_start(S, data.priors, eps)
+    ch, data, S, init, init_m = problem(alpha, d, seed, eps)
     last = {}
 
     def keep(state):

@@ -29,6 +29,21 @@ def committed(name: str) -> tuple[str, list[dict]]:
     return rows.made_by(DATA / name), rows.read_rows(DATA / name)
 
 
+def made_by_args(script_name: str, name: str):
+    """``(args, rows)`` of ``book/data/<name>``: its made-by command read by ``scripts/<script_name>.py``'s own
+    parser, checked to be the command the script rebuilds from those arguments and, if it names ``--out``, to
+    write ``name``; and the file's rows."""
+    import shlex
+    script = import_script(script_name)
+    made_by, rows = committed(name)
+    words = shlex.split(made_by.removeprefix(script.COMMAND))
+    args = script.parser().parse_args(words)
+    assert script.command(args) == made_by
+    if "--out" in words:
+        assert words[words.index("--out") + 1] == f"book/data/{name}"
+    return args, rows
+
+
 def assert_first_order_row(row: dict, ch, priors, tol: float = 2e-4) -> None:
     """A committed row of ``scripts/deep_cross_se.py`` (first-order prior side, ``L`` layers): it starts at the
     separable fixed point (``sep_mmse_l`` and its first-order ``sep_e_12``), and it is a fixed point of its own

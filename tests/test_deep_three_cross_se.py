@@ -10,7 +10,7 @@ from aimlib.channels import DeepAttention
 from aimlib.channels.deep_moments import response_moments
 from aimlib.priors import Centred
 from aimlib.state_evolution.cross_fixed_point import cross_fixed_point, separable_side
-from script_support import assert_first_order_row, committed, import_script
+from script_support import assert_first_order_row, committed, import_script, made_by_args
 
 THREE, CENTRED = DeepAttention(0.5, layers=3), (Centred(0.5),) * 3
 
@@ -78,14 +78,7 @@ def test_the_three_layer_runs_are_those_their_made_by_line_names(name):
     """The committed three-layer GAMP-RIE runs: exactly the (alpha, d, seed) of the made-by command (read by
     the script's own parser and rebuilt from it), each ended by a rule the script names, its residuals'
     cross-covariances within Cauchy-Schwarz, and the teachers of a seed and size the same at every alpha."""
-    import shlex
-    script = import_script("deep_three_gamp")
-    made_by, rows = committed(name)
-    words = shlex.split(made_by.removeprefix(script.COMMAND))
-    args = script.parser().parse_args(words)
-    assert script.command(args) == made_by
-    if "--out" in words:
-        assert words[words.index("--out") + 1] == f"book/data/{name}"
+    args, rows = made_by_args("deep_three_gamp", name)
     assert sorted((float(r["alpha"]), int(r["d"]), int(r["seed"])) for r in rows) == sorted(
         (a, d, s) for d in args.d for a in args.alpha for s in args.seeds)
     assert {r["reason"] for r in rows} <= {"tol", "oscillating", "max_iter", "refused"}

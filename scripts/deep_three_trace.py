@@ -1,0 +1,76 @@
+"""Three-layer GAMP-RIE iteration by iteration: the errors it passes through, not only where it stops.
+
+Writes ``book/data/deep_three_trace.csv``, one row per iteration of each run: the runs of
+``scripts/deep_three_gamp.py`` (three hardmax layers, ``T = 2``, ``c = 0.5``, centred teachers of
+``rho = 0.5``, the data set of ``run_amp(..., seed=s)``, each layer started at its prior mean plus
+``eps`` times its centred teacher), :func:`aimlib.amp.gamp_rie` with its defaults, its full Onsager matrix
+and ``max_iter = 400``.  Columns: ``alpha, d, seed, t``; after iteration ``t``, each layer's measured error
+``error_1..3 = (1/d) ||S_hat_l - S_l||_F^2`` of the damped estimate, the algorithm's own prediction of it
+``m_1..3``, and the residual cross-covariance ``e_12 = (1/d) Tr((S_hat_1 - S_1)(S_hat_2 - S_2))``; the
+run's ``reason`` (``'refused'`` when the final check refused the last state) on each of its rows.
+The same runs as ``deep_three_gamp.py`` at the same ``(alpha, d, seed, eps)``: its rows are the last
+iterate of these.  On one core shared with other work, a run at ``alpha = 1`` took about 30 seconds at
+``d = 100``, 6 minutes at ``d = 200`` and 12 at ``d = 300``; at ``alpha = 1.5`` runs go on for up to 400
+iterations, about 10 minutes at ``d = 150``::
+
+    python scripts/deep_three_trace.py [--out book/data/deep_three_trace.csv]
+        [--d 100 200 ...] [--alpha 1 ...] [--seeds 0 1 2 ...] [--eps 0.1]
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from aimlib.amp import gamp_rie
+from aimlib.backend import to_host
+from aimlib.errors import ConvergenceError
+from aimlib.model import matrix_overlap
+from deep_three_gamp import MAX_ITER, problem
+from _rows import command_line, data_parser, write_rows
+
+COMMAND = "python scripts/deep_three_trace.py"
+COLUMNS = ["alpha", "d", "seed", "t", "error_1", "error_2", "error_3", "m_1", "m_2", "m_3", "e_12", "reason"]
+
+
+def run(alpha: float, d: int, seed: int, eps: float) -> list[dict]:
+    """The rows of one run: its errors, predictions and ``e_12`` after every iteration."""
+    ch, data, S, init, init_m = problem(alpha, d, seed, eps)
+    rows = []
+
+    def record(state):
+        E = [to_host(x) - s for x, s in zip(state.S_hat, S)]
+        rows.append({"alpha": alpha, "d": d, "seed": seed, "t": state.t,
+                     **{f"error_{k + 1}": matrix_overlap(E[k], E[k]) for k in range(3)},
+                     **{f"m_{k + 1}": float(np.sum(x)) for k, x in enumerate(state.V)},
+                     "e_12": matrix_overlap(E[0], E[1])})
+
+    try:
+        reason = gamp_rie(data.X, data.y, ch, data.priors, S=S, init=init, init_m=init_m, max_iter=MAX_ITER,
+                          on_max_iter="return", callback=record).reason
+    except ConvergenceError:
+        reason = "refused"
+    return [r | {"reason": reason} for r in rows]
+
+
+def parser():
+    """The command line: ``--out``, ``--d``, ``--alpha``, ``--seeds`` and ``--eps``."""
+    p = data_parser(__doc__, "deep_three_trace.csv")
+    p.add_argument("--d", type=int, nargs="+", default=[100, 200])
+    p.add_argument("--alpha", type=float, nargs="+", default=[1.0])
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--eps", type=float, default=0.1)
+    return p
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    rows = (r for d in args.d for a in args.alpha for s in args.seeds for r in run(a, d, s, args.eps))
+    return write_rows(args.out, command(args), COLUMNS, rows)
+
+
+def command(args) -> str:
+    """The ``# made by:`` command: ``COMMAND`` and the options that differ from their defaults."""
+    return command_line(COMMAND, parser(), args, ("d", "alpha", "seeds", "eps", "out"))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
