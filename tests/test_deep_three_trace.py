@@ -20,6 +20,16 @@ def runs(names=NAMES) -> dict:
     return out
 
 
+def paths_at(alpha: float):
+    """The state evolution with q_12 carried at ``alpha`` (the means of ``book/data/deep_three_cross_se.csv``,
+    one per layer), and per run at ``alpha`` its ``d`` and its errors and predictions (``3 x t`` arrays)."""
+    _, cse = committed("deep_three_cross_se.csv")
+    state = np.array([np.mean([float(r[f"mmse_{k}"]) for r in cse if float(r["alpha"]) == alpha]) for k in (1, 2, 3)])
+    found = [(d, *(np.array([[float(r[f"{x}_{k}"]) for r in rows] for k in (1, 2, 3)]) for x in ("error", "m")))
+             for (a, d, _), rows in runs().items() if a == alpha]
+    return state, found
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_the_rows_are_every_iteration_of_the_runs_the_made_by_line_names(name):
     """Exactly the (alpha, d, seed) of the made-by command (read by the script's own parser and rebuilt from it);
@@ -63,13 +73,11 @@ def test_at_alpha_1_the_runs_reach_the_state_evolution_and_then_climb_away():
     prediction stays within 0.033 of it; the runs end with layer 1 0.07 to 0.10 and layer 2 0.03 to 0.18 above
     their least errors.  After 40 iterations, the mean excess over the prediction of layer 2 falls from d = 200
     to 300 and that of layer 1 does not."""
-    _, cse = committed("deep_three_cross_se.csv")
-    state = np.array([np.mean([float(r[f"mmse_{k}"]) for r in cse if float(r["alpha"]) == 1.0]) for k in (1, 2, 3)])
+    state, found = paths_at(1.0)
     above = {}
-    for (alpha, d, _), rows in runs().items():
-        if alpha != 1.0 or d < 200:
+    for d, err, pred in found:
+        if d < 200:
             continue
-        err, pred = (np.array([[float(r[f"{x}_{k}"]) for r in rows] for k in (1, 2, 3)]) for x in ("error", "m"))
         least = err[:, :15].min(axis=1)
         assert set(err[:, :15].argmin(axis=1) + 1) <= set(range(6, 10))
         assert np.abs(least - state).max() < 0.026
@@ -86,13 +94,9 @@ def test_at_alpha_1_5_the_runs_level_off_above_the_state_evolution():
     """alpha = 1.5, d = 100 and 150 (six runs): each layer's least error along the path lies at least 0.07, 0.04 and
     0.025 above the state evolution with q_12 (0.437, 0.709, 0.259), while the last prediction is within 0.033 of
     it; after 40 iterations the mean excess over the prediction of layers 1 and 2 is smaller at d = 150."""
-    _, cse = committed("deep_three_cross_se.csv")
-    state = np.array([np.mean([float(r[f"mmse_{k}"]) for r in cse if float(r["alpha"]) == 1.5]) for k in (1, 2, 3)])
+    state, found = paths_at(1.5)
     above = {}
-    for (alpha, d, _), rows in runs().items():
-        if alpha != 1.5:
-            continue
-        err, pred = (np.array([[float(r[f"{x}_{k}"]) for r in rows] for k in (1, 2, 3)]) for x in ("error", "m"))
+    for d, err, pred in found:
         assert np.all(err.min(axis=1) - state > [0.07, 0.04, 0.025])
         assert np.abs(pred[:, -1] - state).max() < 0.033
         above.setdefault(d, []).append(err[:2, 39] - pred[:2, 39])
