@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _validate as v
 
-__all__ = ["OUTPUT_WIDTH", "format_table", "pack_line"]
+__all__ = ["OUTPUT_WIDTH", "format_table", "mean_se", "pack_line"]
 
 #: Characters per line of a cell output. In the book's theme (pydata-sphinx-theme, the
 #: output ``pre``) the box is 688 px wide at a 1280 px window, of which 2 x 1rem = 32 px
@@ -109,6 +109,31 @@ def format_table(rows, *, formats=None, width: int = OUTPUT_WIDTH, gap: int = 2)
         raise ValueError(f"width: the table needs {widest} characters, more than width = {width}; "
                          "print fewer columns, shorter headers or fewer digits")
     return "\n".join(out)
+
+
+def mean_se(values, digits: int = 4) -> str:
+    r"""The mean of ``values`` and, in brackets, its standard error in units of the last digit shown.
+
+    ``0.0490(4)`` is :math:`\bar v = 0.0490` with :math:`s/\sqrt{n} = 0.0004`, where
+    :math:`s^2 = \sum_i (v_i - \bar v)^2/(n - 1)` over the ``n`` values (seeds, data sets).
+
+    Parameters
+    ----------
+    values : array-like of float
+        The measurements, one per independent run; one value prints its mean alone, none ``"-"``.
+    digits : int
+        Digits after the decimal point, ``0 <= digits <= 12``.
+
+    Returns
+    -------
+    str
+    """
+    digits = v.integer("digits", digits, minimum=0, maximum=12)
+    values = np.asarray(values, dtype=float).ravel()
+    if values.size < 2:
+        return f"{values.mean():.{digits}f}" if values.size else "-"
+    err = values.std(ddof=1) / np.sqrt(values.size) * 10**digits
+    return f"{values.mean():.{digits}f}({err:.0f})"
 
 
 def pack_line(parts, *, head: str = "", sep: str = ", ", width: int = OUTPUT_WIDTH, indent: int = 2) -> str:

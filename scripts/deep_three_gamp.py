@@ -82,16 +82,20 @@ def run(alpha: float, d: int, seed: int, eps: float) -> dict:
         S_hat, m, its, reason, seconds = last["S_hat"], last["m"], last["t"], "refused", float("nan")
     E = S_hat - S
     centred = [s - p.mean(d) for s, p in zip(S, data.priors)]
-    noise = [last["R"][k] - S[k] for k in range(2)]
-    norms = [matrix_overlap(z, z) for z in noise]
-    a = [matrix_overlap(noise[k], centred[1 - k]) / matrix_overlap(centred[1 - k], centred[1 - k]) for k in range(2)]
     return {"alpha": alpha, "d": d, "seed": seed, "eps": eps,
             **{f"mmse_{k + 1}": matrix_overlap(E[k], E[k]) for k in range(3)}, **{f"m_{k + 1}": m[k] for k in range(3)},
             "e_12": matrix_overlap(E[0], E[1]), "e_13": matrix_overlap(E[0], E[2]), "e_23": matrix_overlap(E[1], E[2]),
             "s_12": matrix_overlap(*centred[:2]), "delta_1": last["delta"][0], "delta_2": last["delta"][1],
-            "kappa_R": matrix_overlap(*noise) / np.sqrt(norms[0] * norms[1]), "a_12": a[0], "a_21": a[1],
-            "iterations": its,
-            "reason": reason, "seconds": seconds}
+            **noise_overlaps(last["R"], S, centred), "iterations": its, "reason": reason, "seconds": seconds}
+
+
+def noise_overlaps(R, S, centred) -> dict:
+    """``kappa_R``, the correlation of layers 1 and 2's effective noises ``R_l - S_l``, and the part of each
+    along the other layer's centred teacher, ``a_12 = Tr((R_1 - S_1) C_2) / Tr(C_2^2)`` and ``a_21``."""
+    noise = [R[k] - S[k] for k in range(2)]
+    norms = [matrix_overlap(z, z) for z in noise]
+    a = [matrix_overlap(noise[k], centred[1 - k]) / matrix_overlap(centred[1 - k], centred[1 - k]) for k in range(2)]
+    return {"kappa_R": float(matrix_overlap(*noise) / np.sqrt(norms[0] * norms[1])), "a_12": a[0], "a_21": a[1]}
 
 
 def parser():

@@ -7,14 +7,21 @@ Writes ``book/data/deep_three_trace.csv``, one row per iteration of each run: th
 and ``max_iter = 400``.  Columns: ``alpha, d, seed, t``; after iteration ``t``, each layer's measured error
 ``error_1..3 = (1/d) ||S_hat_l - S_l||_F^2`` of the damped estimate, the algorithm's own prediction of it
 ``m_1..3``, and the residual cross-covariance ``e_12 = (1/d) Tr((S_hat_1 - S_1)(S_hat_2 - S_2))``; the
-run's ``reason`` (``'refused'`` when the final check refused the last state) on each of its rows.
-The same runs as ``deep_three_gamp.py`` at the same ``(alpha, d, seed, eps)``: its rows are the last
-iterate of these.  On one core shared with other work, a run at ``alpha = 1`` took about 30 seconds at
+channel step's effective observations ``R_l``, seen through each layer's noise ratio
+``noise_l = ||R_l - S_l||_F^2 / (d Delta_l)`` (1 where ``R_l = S_l + sqrt(Delta_l) Z_l``, the state
+evolution's law) and through ``kappa_R, a_12, a_21`` (:func:`deep_three_gamp.noise_overlaps`); the run's
+``reason`` (``'refused'`` when the final check refused the last state) on each of its rows.
+``--damping`` is :func:`~aimlib.amp.gamp_rie`'s (default 0.5, its own default); ``--iterations N`` runs
+exactly ``N`` iterations, past the point where the stopping rule would end the run (``gamp_rie``'s
+``stop='prediction'`` at ``tol = 1e-12``, which a moving run does not meet).  The same runs as
+``deep_three_gamp.py`` at the same ``(alpha, d, seed, eps)``: its rows are the last iterate of these
+(at the default damping).  On one core shared with other work, a run at ``alpha = 1`` took about 30 seconds at
 ``d = 100``, 6 minutes at ``d = 200`` and 12 at ``d = 300``; at ``alpha = 1.5`` runs go on for up to 400
 iterations, about 10 minutes at ``d = 150``::
 
     python scripts/deep_three_trace.py [--out book/data/deep_three_trace.csv]
-        [--d 100 200 ...] [--alpha 1 ...] [--seeds 0 1 2 ...] [--eps 0.1]
+        [--d 100 200 ...] [--alpha 1 ...] [--seeds 0 1 2 ...] [--eps 0.1] [--damping 0.5]
+        [--iterations N]
 """
 from __future__ import annotations
 
@@ -24,52 +31,63 @@ from aimlib.amp import gamp_rie
 from aimlib.backend import to_host
 from aimlib.errors import ConvergenceError
 from aimlib.model import matrix_overlap
-from deep_three_gamp import MAX_ITER, problem
+from deep_three_gamp import MAX_ITER, noise_overlaps, problem
 from _rows import command_line, data_parser, write_rows
 
 COMMAND = "python scripts/deep_three_trace.py"
-COLUMNS = ["alpha", "d", "seed", "t", "error_1", "error_2", "error_3", "m_1", "m_2", "m_3", "e_12", "reason"]
+COLUMNS = ["alpha", "d", "seed", "t", "error_1", "error_2", "error_3", "m_1", "m_2", "m_3", "e_12",
+           "noise_1", "noise_2", "noise_3", "kappa_R", "a_12", "a_21", "reason"]
 
 
-def run(alpha: float, d: int, seed: int, eps: float) -> list[dict]:
-    """The rows of one run: its errors, predictions and ``e_12`` after every iteration."""
+def run(alpha: float, d: int, seed: int, eps: float, damping: float = 0.5, iterations: int | None = None) -> list[dict]:
+    """The rows of one run: its errors, predictions, ``e_12`` and its effective noises after every iteration;
+    with ``iterations``, exactly that many (no stopping rule)."""
+    rule = {} if iterations is None else dict(stop="prediction", tol=1e-12, max_iter=iterations)
     ch, data, S, init, init_m = problem(alpha, d, seed, eps)
+    centred = [s - p.mean(d) for s, p in zip(S, data.priors)]
     rows = []
 
     def record(state):
         E = [to_host(x) - s for x, s in zip(state.S_hat, S)]
+        R = [to_host(x) for x in state.R]
         rows.append({"alpha": alpha, "d": d, "seed": seed, "t": state.t,
                      **{f"error_{k + 1}": matrix_overlap(E[k], E[k]) for k in range(3)},
                      **{f"m_{k + 1}": float(np.sum(x)) for k, x in enumerate(state.V)},
-                     "e_12": matrix_overlap(E[0], E[1])})
+                     "e_12": matrix_overlap(E[0], E[1]),
+                     **{f"noise_{k + 1}": matrix_overlap(R[k] - S[k], R[k] - S[k]) / float(np.atleast_1d(dl)[0])
+                        for k, dl in enumerate(state.delta)},
+                     **noise_overlaps(R, S, centred)})
 
     try:
-        reason = gamp_rie(data.X, data.y, ch, data.priors, S=S, init=init, init_m=init_m, max_iter=MAX_ITER,
-                          on_max_iter="return", callback=record).reason
+        reason = gamp_rie(data.X, data.y, ch, data.priors, S=S, init=init, init_m=init_m, on_max_iter="return",
+                          callback=record, damping=damping, **({"max_iter": MAX_ITER} | rule)).reason
     except ConvergenceError:
         reason = "refused"
     return [r | {"reason": reason} for r in rows]
 
 
 def parser():
-    """The command line: ``--out``, ``--d``, ``--alpha``, ``--seeds`` and ``--eps``."""
+    """The command line: ``--out``, ``--d``, ``--alpha``, ``--seeds``, ``--eps``, ``--damping`` and ``--iterations``."""
     p = data_parser(__doc__, "deep_three_trace.csv")
     p.add_argument("--d", type=int, nargs="+", default=[100, 200])
     p.add_argument("--alpha", type=float, nargs="+", default=[1.0])
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--eps", type=float, default=0.1)
+    p.add_argument("--damping", type=float, default=0.5)
+    p.add_argument("--iterations", type=int, default=None)
     return p
 
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
-    rows = (r for d in args.d for a in args.alpha for s in args.seeds for r in run(a, d, s, args.eps))
+    rows = (r for d in args.d for a in args.alpha for s in args.seeds
+            for r in run(a, d, s, args.eps, args.damping, args.iterations))
     return write_rows(args.out, command(args), COLUMNS, rows)
 
 
 def command(args) -> str:
     """The ``# made by:`` command: ``COMMAND`` and the options that differ from their defaults."""
-    return command_line(COMMAND, parser(), args, ("d", "alpha", "seeds", "eps", "out"))
+    return command_line(COMMAND, parser(), args, ("d", "alpha", "seeds", "eps", "damping", "iterations", "out"))
 
 
 if __name__ == "__main__":

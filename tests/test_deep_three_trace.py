@@ -6,9 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from script_support import committed, made_by_args
+from script_support import committed, import_script, made_by_args
 
+#: the runs at GAMP-RIE's defaults, each ended by its stopping rule
 NAMES = ["deep_three_trace.csv", "deep_three_trace_d300.csv", "deep_three_trace_a1.5.csv"]
+#: the same runs at alpha = 1 with damping 0.8 (d = 200), and for exactly 200 iterations (d = 100, 200)
+DAMPED, LONG = "deep_three_trace_damped.csv", "deep_three_trace_long.csv"
 
 
 def runs(names=NAMES) -> dict:
@@ -30,20 +33,40 @@ def paths_at(alpha: float):
     return state, found
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", NAMES + [DAMPED, LONG])
 def test_the_rows_are_every_iteration_of_the_runs_the_made_by_line_names(name):
     """Exactly the (alpha, d, seed) of the made-by command (read by the script's own parser and rebuilt from it);
-    each run's rows are its iterations 1, 2, ... in order, with one stop reason, and its residuals'
-    cross-covariance is within Cauchy-Schwarz at every iteration."""
+    each run's rows are its iterations 1, 2, ... in order (all ``--iterations`` of them where it is given), with
+    one stop reason; its residuals' cross-covariance and its inputs' noise correlation are within Cauchy-Schwarz
+    and its noise ratios positive at every iteration."""
     args, _ = made_by_args("deep_three_trace", name)
     found = runs([name])
     assert sorted(found) == sorted((a, d, s) for d in args.d for a in args.alpha for s in args.seeds)
     for rows in found.values():
         assert [int(r["t"]) for r in rows] == list(range(1, len(rows) + 1))
+        assert args.iterations is None or len(rows) == args.iterations
         assert len({r["reason"] for r in rows}) == 1
         assert rows[0]["reason"] in {"tol", "oscillating", "max_iter", "refused"}
         for r in rows:
             assert float(r["e_12"]) ** 2 <= float(r["error_1"]) * float(r["error_2"])
+            assert abs(float(r["kappa_R"])) <= 1 and min(float(r[f"noise_{k}"]) for k in (1, 2, 3)) > 0
+
+
+def test_the_noise_columns_are_the_noise_ratios_gamp_rie_records():
+    """At d = 40, eight iterations: ``noise_l`` of the script equals the ``noise_ratio`` of
+    :func:`aimlib.amp.gamp_rie`'s own trace (``||R - S||^2/(d Delta)``, computed in the loop), and the errors its
+    ``error``, on the same data set, start and damping."""
+    from aimlib.amp import gamp_rie
+
+    trace = import_script("deep_three_trace")
+    rows = trace.run(1.0, 40, 0, 0.1, damping=0.7, iterations=8)
+    ch, data, S, init, init_m = import_script("deep_three_gamp").problem(1.0, 40, 0, 0.1)
+    rec = gamp_rie(data.X, data.y, ch, data.priors, S=S, init=init, init_m=init_m, damping=0.7, stop="prediction",
+                   tol=1e-12, max_iter=8, on_max_iter="return", trace=True).trace
+    assert len(rows) == len(rec["noise_ratio"]) == 8
+    for r, ratio, error in zip(rows, rec["noise_ratio"], rec["error"]):
+        assert [r[f"noise_{k}"] for k in (1, 2, 3)] == pytest.approx(ratio, rel=1e-9)
+        assert [r[f"error_{k}"] for k in (1, 2, 3)] == pytest.approx(error, rel=1e-9)
 
 
 @pytest.mark.parametrize("name, shared", [("deep_three_gamp.csv", 6), ("deep_three_gamp_d150.csv", 3),
@@ -102,3 +125,69 @@ def test_at_alpha_1_5_the_runs_level_off_above_the_state_evolution():
         above.setdefault(d, []).append(err[:2, 39] - pred[:2, 39])
     assert sorted(above) == [100, 150]
     assert np.all(np.mean(above[150], axis=0) < np.mean(above[100], axis=0))
+
+
+def at_alpha_1(name, d):
+    """The runs of ``name`` at alpha = 1 and ``d``: per run, a dict of its columns (arrays over ``t``)."""
+    return [{k: np.array([float(r[k]) for r in rows]) for k in rows[0] if k != "reason"} | {"reason": rows[0]["reason"]}
+            for (a, dd, _), rows in sorted(runs([name]).items()) if a == 1.0 and dd == d]
+
+
+def test_as_the_runs_leave_the_state_evolution_their_inputs_leave_its_law_alike_at_every_d():
+    """The chapter's table at alpha = 1 (means of three data sets at d = 100, 200, 300): at t = 10 every noise
+    ratio is within [0.94, 1.0]; from t = 10 to 40 layer 1's rises by 0.11 to 0.20, layer 2's by 0.08 to 0.14,
+    layer 3's by 0.03 to 0.07, and a_21 grows from below 0.07 to above 0.2 (the state evolution's 0.16 between);
+    a_21 agrees across the three sizes within 0.025 at t = 10, 20 and 40, and layer 1's rise is no smaller at
+    d = 300 than 0.9 times that at d = 200."""
+    _, cse = committed("deep_three_cross_se.csv")
+    a21_se = np.mean([float(r["a_21"]) for r in cse if float(r["alpha"]) == 1.0])
+    mean = {d: {k: np.mean([r[k][:40] for r in at_alpha_1(name, d)], axis=0)
+                for k in ("noise_1", "noise_2", "noise_3", "a_21")}
+            for d, name in ((100, NAMES[0]), (200, NAMES[0]), (300, NAMES[1]))}
+    rises = {}
+    for d, m in mean.items():
+        nu_10 = [m[f"noise_{k}"][9] for k in (1, 2, 3)]
+        assert 0.94 <= min(nu_10) and max(nu_10) <= 1.0
+        rises[d] = [m[f"noise_{k}"][39] - m[f"noise_{k}"][9] for k in (1, 2, 3)]
+        assert 0.11 < rises[d][0] < 0.20 and 0.08 < rises[d][1] < 0.14 and 0.03 < rises[d][2] < 0.07
+        assert m["a_21"][9] < 0.07 < a21_se - 0.09 and m["a_21"][39] > 0.2 > a21_se
+    for t in (10, 20, 40):
+        a21 = [m["a_21"][t - 1] for m in mean.values()]
+        assert max(a21) - min(a21) < 0.025
+    assert rises[300][0] > 0.9 * rises[200][0]
+
+
+def test_heavier_damping_follows_the_same_path_in_the_time_one_minus_damping_times_t():
+    """The three data sets at d = 200 with damping 0.8 against the same at 0.5: at iteration 5 tau and 2 tau
+    (equal (1 - damping) t), for tau from 5 on as far as both run, the errors agree within 0.026, 0.042 and 0.004;
+    the damped runs' least errors lie within 0.035 of the state evolution, and each climbs at least 0.05 above
+    its least in layer 1."""
+    state, _ = paths_at(1.0)
+    for slow, fast in zip(at_alpha_1(DAMPED, 200), at_alpha_1(NAMES[0], 200)):
+        taus = np.arange(5, min(len(fast["t"]) // 2, len(slow["t"]) // 5) + 1)
+        assert len(taus) >= 6
+        for k, tol in zip((1, 2, 3), (0.026, 0.042, 0.004)):
+            e = slow[f"error_{k}"]
+            assert np.abs(e[5 * taus - 1] - fast[f"error_{k}"][2 * taus - 1]).max() < tol
+            assert abs(e.min() - state[k - 1]) < 0.035
+        assert slow["error_1"][-1] - slow["error_1"].min() > 0.05
+
+
+def test_taken_past_the_stopping_rule_the_runs_keep_climbing():
+    """200 iterations at d = 100 and 200 (six runs): each run's first rows are its stopped run's (to the last
+    digit); over iterations 181-200 the errors of layers 1 and 2 average 0.035 to 0.16 above their average over
+    81-100, layer 2's above the prior mean's error 1; at iteration 200 every noise ratio exceeds 1.1 and every
+    prediction lies below the state evolution, and the final check refuses every state."""
+    state, _ = paths_at(1.0)
+    base = runs([NAMES[0]])
+    for d in (100, 200):
+        for key, long in zip(sorted(k for k in base if k[:2] == (1.0, d)), at_alpha_1(LONG, d)):
+            stopped = base[key]
+            for k in ("error_1", "m_2", "noise_3", "a_21"):
+                assert np.array_equal(long[k][:len(stopped)], [float(r[k]) for r in stopped])
+            late = [long[f"error_{k}"][180:].mean() - long[f"error_{k}"][80:100].mean() for k in (1, 2)]
+            assert 0.035 < min(late) and max(late) < 0.16
+            assert long["error_2"][180:].mean() > 1.0
+            assert min(long[f"noise_{k}"][-1] for k in (1, 2, 3)) > 1.1
+            assert all(long[f"m_{k}"][-1] < state[k - 1] for k in (1, 2, 3))
+            assert long["reason"] == "refused"

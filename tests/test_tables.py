@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from aimlib.tables import OUTPUT_WIDTH, format_table, pack_line
+from aimlib.tables import OUTPUT_WIDTH, format_table, mean_se, pack_line
 
 
 def test_output_width_is_the_box_of_the_theme():
@@ -88,3 +88,19 @@ def test_pack_line_breaks_between_pieces_and_indents():
 def test_pack_line_bad_inputs_raise(parts, kwargs, error):
     with pytest.raises(error):
         pack_line(parts, **kwargs)
+
+
+def test_mean_se_prints_the_standard_error_in_the_last_digit():
+    """Four values 0.048, 0.049, 0.050, 0.051: mean 0.0495, s = 0.00129, s/2 = 0.00065, so ``0.0495(6)`` at
+    four digits and ``0.04950(65)`` at five; one value prints alone, none as a dash."""
+    v = [0.048, 0.049, 0.050, 0.051]
+    assert mean_se(v) == "0.0495(6)"
+    assert mean_se(np.array(v), digits=5) == "0.04950(65)"
+    assert mean_se([0.25], digits=2) == "0.25"
+    assert mean_se([]) == "-"
+
+
+@pytest.mark.parametrize("digits", [-1, 13, 2.5])
+def test_mean_se_refuses_digits_outside_0_to_12(digits):
+    with pytest.raises((ValueError, TypeError), match="digits"):
+        mean_se([1.0, 2.0], digits=digits)
