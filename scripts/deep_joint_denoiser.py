@@ -43,10 +43,17 @@ def fixed_point(alpha: float):
 def run(alpha: float, d: int, seed: int, n_steps: int, point) -> dict:
     """Two chains on one instance: at ``kappa = 0`` and at the fixed point's ``kappa``."""
     fp, x = point
-    row = {"alpha": alpha, "d": d, "seed": seed, "kappa": x.kappa, "delta_1": x.deltas[0],
-           "delta_2": x.deltas[1], "se_mmse_1": fp.mmse[0], "se_mmse_2": fp.mmse[1], "se_q_12": x.q_12}
-    for suffix, kappa in (("0", 0.0), ("k", x.kappa)):
-        r = sample_joint(d, RHO, x.deltas, kappa, seed=seed, n_steps=n_steps)
+    return {"alpha": alpha, "d": d, "seed": seed, "kappa": x.kappa, "delta_1": x.deltas[0],
+            "delta_2": x.deltas[1], "se_mmse_1": fp.mmse[0], "se_mmse_2": fp.mmse[1], "se_q_12": x.q_12,
+            **chains(d, x.deltas, x.kappa, seed, n_steps)}
+
+
+def chains(d: int, deltas, kappa: float, seed: int, n_steps: int) -> dict:
+    """The :data:`CHAIN` columns of two chains of :func:`~aimlib.priors.joint.sample_joint` on one instance
+    (the same ``seed``): suffix ``_0`` at ``kappa = 0`` (each layer on its own), ``_k`` at ``kappa``."""
+    row = {}
+    for suffix, k in (("0", 0.0), ("k", kappa)):
+        r = sample_joint(d, RHO, deltas, k, seed=seed, n_steps=n_steps)
         row.update({f"mmse_1_{suffix}": r.mmse[0], f"mmse_2_{suffix}": r.mmse[1], f"e_12_{suffix}": r.e_12,
                     f"ess_{suffix}": min(r.ess), f"seconds_{suffix}": round(r.seconds, 1)})
     return row
