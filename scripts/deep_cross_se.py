@@ -39,7 +39,7 @@ from aimlib.channels.deep_moments import response_moments
 from aimlib.priors import Centred, Wishart
 from aimlib.state_evolution.cross_fixed_point import (cross_fixed_point, measured_prior, measured_shifts,
                                                       monte_carlo_side, three_layers)
-from _rows import DATA, data_parser, write_rows
+from _rows import DATA, command_line, data_parser, write_rows
 
 COMMAND = "python scripts/deep_cross_se.py"
 C, RHO, T, TOL = 0.5, 0.5, 2, 2e-4
@@ -70,13 +70,12 @@ def row(alpha: float, seed: int, n: int, measured=None, layers: int = 2) -> dict
     mem = x.memory if x.memory is not None else response_moments(ch, x.q, Q0, shared=s, cross=x.e_12, n=n,
                                                                   seed=seed).memory
     known = [(q - s) / (top - s) for q, top in zip(x.q, Q0)]
-    extra = {}
+    extra = {"mem_11": mem[0, 0], "mem_22": mem[1, 1]}          # written where the file has these columns
     if measured is not None:
         shift, err = measured_shifts(priors[:2], x.deltas[:2], x.kappa, x.mixing[:2, :2], mem[:2, :2], *measured)
-        extra = {"prior_e_12": shift[2], "prior_e_12_se": err[2], "mem_11": mem[0, 0], "mem_22": mem[1, 1]}
+        extra.update(prior_e_12=shift[2], prior_e_12_se=err[2])
     if layers == 3:
-        extra.update(mmse_3=x.mmse[2], delta_3=x.deltas[2], mix_33=x.mixing[2, 2], sep_mmse_3=fp.mmse[2],
-                     mem_11=mem[0, 0], mem_22=mem[1, 1])
+        extra.update(mmse_3=x.mmse[2], delta_3=x.deltas[2], mix_33=x.mixing[2, 2], sep_mmse_3=fp.mmse[2])
     return {**extra, "alpha": alpha, "seed": seed, "n": n, "mmse_1": x.mmse[0], "mmse_2": x.mmse[1], "e_12": x.e_12,
             "delta_1": x.deltas[0], "delta_2": x.deltas[1], "kappa": x.kappa, "mix_11": x.mixing[0, 0],
             "mix_22": x.mixing[1, 1], "mix_12": x.mixing[0, 1], "mix_12_se": x.mixing_se[0, 1],
@@ -86,30 +85,40 @@ def row(alpha: float, seed: int, n: int, measured=None, layers: int = 2) -> dict
             "seconds": round(time.perf_counter() - start, 1)}
 
 
+def parser():
+    """The command line: ``--out``, ``--layers``, ``--alpha``, ``--seeds``, ``--n``, ``--prior``, ``--prior-d`` and
+    ``--prior-seeds``."""
+    p = data_parser(__doc__, None)
+    p.add_argument("--layers", type=int, choices=[2, 3], default=2)
+    p.add_argument("--alpha", type=float, nargs="+", default=None)
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3])
+    p.add_argument("--n", type=int, default=500_000)
+    p.add_argument("--prior", choices=["first", "measured"], default="first")
+    p.add_argument("--prior-d", type=int, default=600)
+    p.add_argument("--prior-seeds", type=int, default=8)
+    return p
+
+
+def command(args) -> str:
+    """The ``# made by:`` command: ``COMMAND``, ``--layers 3``, with ``--prior measured`` its size and instances
+    (always named), then the options that differ from their defaults."""
+    p = parser()
+    head = command_line(COMMAND, p, args, ("layers",))
+    if args.prior == "measured":
+        head += f" --prior measured --prior-d {args.prior_d} --prior-seeds {args.prior_seeds}"
+    return command_line(head, p, args, ("alpha", "seeds", "n", "out"))
+
+
 def main(argv=None) -> int:
-    parser = data_parser(__doc__, None)
-    parser.add_argument("--layers", type=int, choices=[2, 3], default=2)
-    parser.add_argument("--alpha", type=float, nargs="+", default=None)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3])
-    parser.add_argument("--n", type=int, default=500_000)
-    parser.add_argument("--prior", choices=["first", "measured"], default="first")
-    parser.add_argument("--prior-d", type=int, default=600)
-    parser.add_argument("--prior-seeds", type=int, default=8)
-    args = parser.parse_args(argv)
+    args = parser().parse_args(argv)
     setup = SETUPS[args.layers]
-    alphas = setup["alpha"] if args.alpha is None else args.alpha
     measured, columns, name = None, COLUMNS + setup["extra"], setup["file"]
-    command = COMMAND + (" --layers 3" if args.layers == 3 else "")
     if args.prior == "measured":
         measured = (args.prior_d, range(args.prior_seeds))
         columns = MEASURED + [c for c in setup["extra"] if c not in MEASURED]
-        command += f" --prior measured --prior-d {args.prior_d} --prior-seeds {args.prior_seeds}"
         name = name.replace(".csv", "_measured.csv")
-    extra = [f"--alpha {' '.join(f'{a:g}' for a in alphas)}"] if alphas != setup["alpha"] else []
-    extra += [f"--seeds {' '.join(map(str, args.seeds))}"] if args.seeds != [0, 1, 2, 3] else []
-    command = " ".join([command, *extra] + ([f"--n {args.n}"] if args.n != 500_000 else []))
-    rows = (row(a, s, args.n, measured, args.layers) for s in args.seeds for a in alphas)
-    return write_rows(args.out or str(DATA / name), command, columns, rows)
+    rows = (row(a, s, args.n, measured, args.layers) for s in args.seeds for a in args.alpha or setup["alpha"])
+    return write_rows(args.out or str(DATA / name), command(args), columns, rows)
 
 
 if __name__ == "__main__":

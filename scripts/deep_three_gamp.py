@@ -52,12 +52,13 @@ def informative_start(S, priors, eps: float):
 
 
 def problem(alpha: float, d: int, seed: int, eps: float):
-    """``(channel, data, S, init, init_m)``: the run's channel, its data set, the teachers on the host and
-    the informative start (:func:`informative_start`)."""
+    """``(channel, data, S, centred, init, init_m)``: the run's channel, its data set, the teachers on the
+    host, their centred parts ``C_l = S_l - E S_l`` and the informative start (:func:`informative_start`)."""
     ch = DeepAttention(C, layers=3)
     data = sample_dataset(alpha, d, T, (RHO,) * 3, ch, v.run_streams(seed).data, teachers="centred")
     S = to_host(data.S)
-    return (ch, data, S, *informative_start(S, data.priors, eps))
+    centred = [s - p.mean(d) for s, p in zip(S, data.priors)]
+    return (ch, data, S, centred, *informative_start(S, data.priors, eps))
 
 
 def run(alpha: float, d: int, seed: int, eps: float) -> dict:
@@ -66,7 +67,7 @@ def run(alpha: float, d: int, seed: int, eps: float) -> dict:
     A run that ends in a state the final check refuses (:class:`~aimlib.errors.ConvergenceError`: the
     measured error more than ``0.1`` above the prior mean's, or far from the prediction) is kept with
     ``reason = 'refused'`` and the overlaps of its last iterate."""
-    ch, data, S, init, init_m = problem(alpha, d, seed, eps)
+    ch, data, S, centred, init, init_m = problem(alpha, d, seed, eps)
     last = {}
 
     def keep(state):
@@ -81,7 +82,6 @@ def run(alpha: float, d: int, seed: int, eps: float) -> dict:
     except ConvergenceError:
         S_hat, m, its, reason, seconds = last["S_hat"], last["m"], last["t"], "refused", float("nan")
     E = S_hat - S
-    centred = [s - p.mean(d) for s, p in zip(S, data.priors)]
     return {"alpha": alpha, "d": d, "seed": seed, "eps": eps,
             **{f"mmse_{k + 1}": matrix_overlap(E[k], E[k]) for k in range(3)}, **{f"m_{k + 1}": m[k] for k in range(3)},
             "e_12": matrix_overlap(E[0], E[1]), "e_13": matrix_overlap(E[0], E[2]), "e_23": matrix_overlap(E[1], E[2]),

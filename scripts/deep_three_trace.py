@@ -43,8 +43,7 @@ def run(alpha: float, d: int, seed: int, eps: float, damping: float = 0.5, itera
     """The rows of one run: its errors, predictions, ``e_12`` and its effective noises after every iteration;
     with ``iterations``, exactly that many (no stopping rule)."""
     rule = {} if iterations is None else dict(stop="prediction", tol=1e-12, max_iter=iterations)
-    ch, data, S, init, init_m = problem(alpha, d, seed, eps)
-    centred = [s - p.mean(d) for s, p in zip(S, data.priors)]
+    ch, data, S, centred, init, init_m = problem(alpha, d, seed, eps)
     rows = []
 
     def record(state):
@@ -54,8 +53,7 @@ def run(alpha: float, d: int, seed: int, eps: float, damping: float = 0.5, itera
                      **{f"error_{k + 1}": matrix_overlap(E[k], E[k]) for k in range(3)},
                      **{f"m_{k + 1}": float(np.sum(x)) for k, x in enumerate(state.V)},
                      "e_12": matrix_overlap(E[0], E[1]),
-                     **{f"noise_{k + 1}": matrix_overlap(R[k] - S[k], R[k] - S[k]) / float(np.atleast_1d(dl)[0])
-                        for k, dl in enumerate(state.delta)},
+                     **{f"noise_{k + 1}": x for k, x in enumerate(state.noise_ratio)},
                      **noise_overlaps(R, S, centred)})
 
     try:

@@ -29,19 +29,30 @@ def committed(name: str) -> tuple[str, list[dict]]:
     return rows.made_by(DATA / name), rows.read_rows(DATA / name)
 
 
-def made_by_args(script_name: str, name: str):
-    """``(args, rows)`` of ``book/data/<name>``: its made-by command read by ``scripts/<script_name>.py``'s own
-    parser, checked to be the command the script rebuilds from those arguments and, if it names ``--out``, to
-    write ``name``; and the file's rows."""
+def made_by_commands(script_name: str, name: str):
+    """``(commands, rows)`` of ``book/data/<name>``: each command of its made-by line (several are joined by
+    ``"; "``, the later ones with ``--append``) read by ``scripts/<script_name>.py``'s own parser, checked to be
+    the command the script rebuilds from those arguments and, where it names ``--out``, to write ``name``; and
+    the file's rows."""
     import shlex
     script = import_script(script_name)
     made_by, rows = committed(name)
-    words = shlex.split(made_by.removeprefix(script.COMMAND))
-    args = script.parser().parse_args(words)
-    assert script.command(args) == made_by
-    if "--out" in words:
-        assert words[words.index("--out") + 1] == f"book/data/{name}"
-    return args, rows
+    commands = []
+    for cmd in made_by.split("; "):
+        words = shlex.split(cmd.removeprefix(script.COMMAND))
+        args = script.parser().parse_args(words)
+        assert script.command(args) == cmd
+        if "--out" in words:
+            assert words[words.index("--out") + 1] == f"book/data/{name}"
+        commands.append(args)
+    return commands, rows
+
+
+def made_by_args(script_name: str, name: str):
+    """``(args, rows)`` of ``book/data/<name>``, whose made-by line is one command (:func:`made_by_commands`)."""
+    commands, rows = made_by_commands(script_name, name)
+    assert len(commands) == 1
+    return commands[0], rows
 
 
 def assert_first_order_row(row: dict, ch, priors, tol: float = 2e-4) -> None:

@@ -15,7 +15,7 @@ from aimlib.channels.deep_moments import residual_law
 from aimlib.priors import Centred, Gaussian, Wishart
 from aimlib.priors.correlated import (check_kappa, correlated_goe, cross_residual, gaussian_pair, layer_noises,
                                       measure_cross_residual)
-from script_support import ROOT, committed, import_script
+from script_support import ROOT, import_script, made_by_commands
 
 WISHART = (Wishart(0.5), Wishart(0.5))
 #: the separable fixed point of Wishart teachers at alpha = 0.5 (c = 0.5, rho = 0.5, T = 2):
@@ -180,19 +180,10 @@ def test_the_larger_runs_are_those_their_made_by_line_names(name):
     its ``# made by:`` line (read by the script's own parser, and rebuilt from it), each run stopped by its
     own rule before the cap (tol or oscillating), and the teachers of a seed are the same at every alpha
     (the data sets of the sweep: s_12 to the last digit).  Cauchy-Schwarz bounds e_12 by the errors."""
-    import shlex
     script = import_script("deep_cross_overlap")
-    made_by, rows = committed(name)
-    name = f"book/data/{name}"
-    named = set()
-    for cmd in made_by.split("; "):
-        words = shlex.split(cmd.removeprefix(script.COMMAND))
-        at = words.index("--out")
-        assert words[at + 1] == name
-        args = script.parser().parse_args(words[:at] + words[at + 2:])
-        args.out = name
-        assert script.command(args) == cmd
-        named |= {(a, d, s) for d in args.d for a in args.alpha for s in args.seeds}
+    commands, rows = made_by_commands("deep_cross_overlap", name)
+    assert all(args.out == f"book/data/{name}" for args in commands)
+    named = {(a, d, s) for args in commands for d in args.d for a in args.alpha for s in args.seeds}
     assert sorted((float(r["alpha"]), int(r["d"]), int(r["seed"])) for r in rows) == sorted(named)
     assert all(r["reason"] in ("tol", "oscillating") and int(r["iterations"]) < script.MAX_ITER for r in rows)
     for s in {r["seed"] for r in rows}:

@@ -14,7 +14,7 @@ from aimlib.priors.correlated import cross_residual, measure_cross_residual
 from aimlib.state_evolution.cross_fixed_point import (ChannelSide, cross_fixed_point, first_order_prior,
                                                       measured_prior, measured_shifts, monte_carlo_side,
                                                       separable_side)
-from script_support import assert_first_order_row, committed
+from script_support import assert_first_order_row, committed, made_by_args
 
 CH = DeepAttention(0.5)
 WISHART = (Wishart(0.5), Wishart(0.5))
@@ -221,15 +221,11 @@ def test_the_committed_all_orders_rows_are_fixed_points_of_their_command():
     twin of a first-order row (the same separable start and channel draws), and each a fixed point: the prior
     side's ``e_12`` there, measured again by the script, is the row's within the iteration's tolerance, and the
     measurement's error is below it."""
-    import shlex
-
-    made_by, rows = committed("deep_cross_se_measured.csv")
-    _, first = committed("deep_cross_se.csv")
-    words = shlex.split(made_by)
-    seeds = [int(s) for s in words[words.index("--seeds") + 1:]] if "--seeds" in words else [0, 1, 2, 3]
-    assert "--prior measured" in made_by
+    args, rows = made_by_args("deep_cross_se", "deep_cross_se_measured.csv")
+    _, first = made_by_args("deep_cross_se", "deep_cross_se.csv")
+    assert args.prior == "measured" and args.layers == 2 and args.alpha is None
     assert sorted((float(r["alpha"]), int(r["seed"])) for r in rows) == sorted(
-        (a, s) for a in (0.3, 0.5, 1.0) for s in seeds)
+        (a, s) for a in (0.3, 0.5, 1.0) for s in args.seeds)
     twins = {(r["alpha"], r["seed"]): r for r in first}
     for r in rows:
         twin = twins[r["alpha"], r["seed"]]

@@ -53,8 +53,8 @@ def test_the_committed_rows_are_fixed_points_of_the_first_order_prior_side():
     """``book/data/deep_three_cross_se.csv``: its rows are the (alpha, seed) of its made-by command; each starts
     at the separable fixed point, and at each the prior side of its own noises and mixing returns its errors
     and ``e_12`` within the iteration's tolerance (a fixed point, not a last iterate)."""
-    made_by, rows = committed("deep_three_cross_se.csv")
-    assert made_by.startswith("python scripts/deep_cross_se.py --layers 3")
+    args, rows = made_by_args("deep_cross_se", "deep_three_cross_se.csv")
+    assert args.layers == 3 and args.prior == "first" and args.alpha is None and args.seeds == [0, 1, 2, 3]
     assert sorted((float(r["alpha"]), int(r["seed"])) for r in rows) == sorted(
         (a, s) for a in (1.0, 1.5, 2.0) for s in range(4))
     for r in rows:

@@ -67,6 +67,8 @@ class IterationState:
         The messages ``g_out`` of iteration ``t`` (``(n, L, T, T)``; no rows when the samples are sharded).
     R, delta : list
         The effective observations and their noise variances of iteration ``t``'s channel step.
+    noise_ratio : list or None
+        ``||R_l - S_l||_F^2 / (d Delta_l)`` per layer, the trace's ``noise_ratio`` (None without a teacher).
     """
 
     t: int
@@ -75,6 +77,7 @@ class IterationState:
     g: object
     R: list
     delta: list
+    noise_ratio: list | None = None
 
 
 def pack_layers(values):
@@ -133,9 +136,9 @@ def iterate(p, rec, rules: StopRules, init_m=None, callback=None):
                 raise ConvergenceError(f"GAMP-RIE diverged at iteration {t}: {exc} (m={pack_layers(m)}, "
                                        f"damping={p.damping}). Try a larger damping, check that y was "
                                        "produced by this channel, or use float64.") from None
+            ratio = _noise_ratio(layer_errors(p, R, xp), delta) if p.S is not None else None
             if p.S is not None:
-                rec.add(noise_ratio=_noise_ratio(layer_errors(p, R, xp), delta),
-                        error_new=layer_errors(p, S_new, xp))
+                rec.add(noise_ratio=ratio, error_new=layer_errors(p, S_new, xp))
             S_hat = [(1.0 - p.damping) * a + p.damping * b for a, b in zip(S_new, S_hat)] if p.damp_S else S_new
             m_old = m
             V, V_ons = _mix(V_new, V, p.damping), _mix(ons_new, V_ons, p.damping)
@@ -154,7 +157,7 @@ def iterate(p, rec, rules: StopRules, init_m=None, callback=None):
             rec.add(m=m, m_new=m_new, delta=per_layer(delta), change=change,
                     error=layer_errors(p, S_hat, xp) if p.S else [])
             if callback is not None:
-                callback(IterationState(t, S_hat, V, g_prev, R, delta))
+                callback(IterationState(t, S_hat, V, g_prev, R, delta, ratio))
             reason = "oscillating" if verdict is not None and verdict.state == "oscillating" else \
                 _stop_reason(rules, t, still, m, m_old, m_history)
             if reason != "max_iter":
