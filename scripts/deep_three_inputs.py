@@ -6,16 +6,17 @@ iterations (``gamp_rie``'s ``stop='prediction'`` at ``tol = 1e-12``, which a mov
 iteration ``t``, per layer ``l``: ``error_l`` of the damped estimate (the trace's column, which ties the two
 files); the channel step's noise ``delta_l`` (``Delta_l``) and noise ratio ``noise_l = ||R_l - S_l||_F^2 / (d
 Delta_l)``; the part of ``R_l - S_l`` along the layer's own centred teacher ``C_l``, ``self_l = Tr((R_l - S_l) C_l)
-/ Tr(C_l^2)`` (zero when ``R_l = S_l + sqrt(Delta_l) Z_l``); and the prior step seen alone: ``fresh_l``, the error
-``(1/d) ||f_l(R_l) - S_l||_F^2`` of the denoiser's output before damping, ``pred_l``, the prior's error at
-``Delta_l`` (:meth:`~aimlib.priors.base.Prior.mmse`; the prediction), and ``at_nu_l``, the prior's error at the
-noise the input carries, ``noise_l Delta_l``.  Then the same denoiser on two inputs built from ``R_l``'s parts:
-``synth_l`` on ``S_l + self_l C_l + sigma_l Z``, a fresh GOE ``Z`` (:func:`aimlib.rmt.spectrum.sample_goe`) of the
-size ``sigma_l^2 = (1/d) ||N_l||_F^2`` of the rest ``N_l = R_l - S_l - self_l C_l``; ``rotated_l`` on ``S_l +
-self_l C_l + O N_l O^T``, ``O`` a Haar orthogonal matrix (``N_l``'s spectrum kept, its eigenvectors' alignment with
-the teachers lost); both drawn from ``default_rng([seed, t, l - 1])``.  Where ``fresh_l`` follows ``synth_l`` the
-input is described by its scale and its noise's size; where it follows ``rotated_l`` instead, by its scale and its
-noise's spectrum (book, chapter "Three layers").  About 12 seconds per run at ``d = 100``, a minute at ``d = 200``
+/ Tr(C_l^2)`` (zero when ``R_l = S_l + sqrt(Delta_l) Z_l``, up to a fluctuation); ``pred_l``, the prior's error at
+``Delta_l`` (:meth:`~aimlib.priors.base.Prior.mmse`, the prediction); and the error ``(1/d) ||f_l(M) - S_l||_F^2``
+of the layer's denoiser ``f_l``, tuned to ``Delta_l``, on a ladder of inputs ``M``, each keeping more of ``R_l``:
+``law_l`` on ``S_l + sqrt(Delta_l) Z`` (the state evolution's law at this ``d``), ``sized_l`` on ``S_l +
+sqrt(noise_l Delta_l) Z`` (the noise's size), ``synth_l`` on ``S_l + self_l C_l + sigma_l Z`` with ``sigma_l^2 =
+(1/d) ||N_l||_F^2`` the size of the rest ``N_l = R_l - S_l - self_l C_l`` (the teacher's scale), ``rotated_l`` on
+``S_l + self_l C_l + O N_l O^T`` (the rest's spectrum, its eigenvectors' alignment with the teachers lost), and
+``fresh_l`` on ``R_l`` itself (the denoiser's output before damping).  ``Z`` is one GOE draw
+(:func:`aimlib.rmt.spectrum.sample_goe`) shared by the first three rungs, so that their differences are not swamped by
+its scatter, and ``O`` one Haar orthogonal matrix, both from ``default_rng([seed, t, l - 1])`` (book, chapter
+"Three layers").  About 12 seconds per run at ``d = 100``, a minute at ``d = 200``
 and four at ``d = 300`` on one core::
 
     python scripts/deep_three_inputs.py [--out book/data/deep_three_inputs.csv]
@@ -38,7 +39,7 @@ from _rows import command_line, data_parser, write_rows
 
 COMMAND = "python scripts/deep_three_inputs.py"
 ALPHA = 1.0
-PER_LAYER = ["error", "delta", "noise", "self", "fresh", "pred", "at_nu", "synth", "rotated"]
+PER_LAYER = ["error", "delta", "noise", "self", "pred", "law", "sized", "synth", "rotated", "fresh"]
 COLUMNS = ["alpha", "d", "seed", "t"] + [f"{x}_{k}" for x in PER_LAYER for k in (1, 2, 3)]
 
 
@@ -50,17 +51,18 @@ def denoised_error(prior, M, S, delta) -> float:
 
 def layer_row(prior, R, S, C, delta, ratio, rng) -> dict:
     """One layer's columns after an iteration (module docstring): its input ``R`` with noise ``delta`` and noise
-    ratio ``ratio``, its teacher ``S``, centred teacher ``C``, and ``rng`` for the synthetic input's GOE and the
-    rotation."""
+    ratio ``ratio``, its teacher ``S``, centred teacher ``C``, and ``rng`` for the GOE of the built inputs (one
+    draw, shared by ``law``, ``sized`` and ``synth``) and the rotation."""
     R, dl = to_host(R), tuple(float(x) for x in np.atleast_1d(delta))
     scale = matrix_overlap(R - S, C) / matrix_overlap(C, C)
     rest = R - S - scale * C                                 # the noise beside the teacher's part
     Z, O = sample_goe(S.shape[0], rng), ortho_group.rvs(S.shape[0], random_state=rng)
-    sigma = np.sqrt(matrix_overlap(rest, rest))
-    return {"delta": dl[0], "noise": ratio, "self": scale, "fresh": denoised_error(prior, R, S, dl),
-            "pred": prior.mmse(dl[0]), "at_nu": prior.mmse(ratio * dl[0]),
-            "synth": denoised_error(prior, S + scale * C + sigma * Z, S, dl),
-            "rotated": denoised_error(prior, S + scale * C + O @ rest @ O.T, S, dl)}
+    built = {"law": S + np.sqrt(dl[0]) * Z, "sized": S + np.sqrt(ratio * dl[0]) * Z,
+             "synth": S + scale * C + np.sqrt(matrix_overlap(rest, rest)) * Z,
+             "rotated": S + scale * C + O @ rest @ O.T}
+    return {"delta": dl[0], "noise": ratio, "self": scale, "pred": prior.mmse(dl[0]),
+            **{name: denoised_error(prior, M, S, dl) for name, M in built.items()},
+            "fresh": denoised_error(prior, R, S, dl)}
 
 
 def run(d: int, seed: int, eps: float, iterations: int) -> list[dict]:

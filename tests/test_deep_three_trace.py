@@ -145,9 +145,9 @@ def at_alpha_1(name, d):
 def test_as_the_runs_leave_the_state_evolution_their_inputs_leave_its_law():
     """The chapter's table at alpha = 1 (means of three data sets at d = 100, 200, 300, 400): at t = 10 every noise
     ratio is within [0.93, 1.0] and layer 1's falls with d; from t = 10 to 40 layer 1's rises by 0.19, 0.12, 0.12,
-    0.08 (within 0.01), layer 2's by 0.07 to 0.14, layer 3's by 0.015 to 0.07, and a_21 grows from below 0.085 to
-    above 0.2 (the state evolution's 0.16 between); at t = 40 layer 1's noise ratio falls with d, from above 1.18
-    to below 1.03; a_21 agrees across the four sizes within 0.025 at t = 40 and across d = 100 to 300 at t = 10
+    0.08 (within 0.01), layer 2's by 0.07 to 0.14, layer 3's by 0.015 to 0.065, and a_21 grows from below 0.085 to
+    above 0.2 (the state evolution's 0.16 between); at t = 40 layer 1's noise ratio falls with d, 1.19, 1.08, 1.06,
+    1.02 (within 0.006); a_21 agrees across the four sizes within 0.025 at t = 40 and across d = 100 to 300 at t = 10
     and 20, and at t = 20 is largest at d = 400."""
     _, cse = committed("deep_three_cross_se.csv")
     a21_se = np.mean([float(r["a_21"]) for r in cse if float(r["alpha"]) == 1.0])
@@ -159,12 +159,12 @@ def test_as_the_runs_leave_the_state_evolution_their_inputs_leave_its_law():
         assert 0.93 <= min(nu_10) and max(nu_10) <= 1.0
         rises = [m[f"noise_{k}"][39] - m[f"noise_{k}"][9] for k in (1, 2, 3)]
         assert rises[0] == pytest.approx({100: 0.19, 200: 0.12, 300: 0.12, 400: 0.08}[d], abs=0.01)
-        assert 0.07 < rises[1] < 0.14 and 0.015 < rises[2] < 0.07
+        assert 0.07 < rises[1] < 0.14 and 0.015 < rises[2] < 0.065
         assert m["a_21"][9] < 0.085 < a21_se - 0.07 and m["a_21"][39] > 0.2 > a21_se
     for t in (10, 40):
         nu_1 = [mean[d]["noise_1"][t - 1] for d in (100, 200, 300, 400)]
         assert np.all(np.diff(nu_1) < 0)
-    assert nu_1[0] > 1.18 and nu_1[-1] < 1.03
+    assert nu_1 == pytest.approx([1.19, 1.08, 1.06, 1.02], abs=0.006)
     a21 = {t: [mean[d]["a_21"][t - 1] for d in (100, 200, 300, 400)] for t in (10, 20, 40)}
     assert max(a21[40]) - min(a21[40]) < 0.025
     assert all(max(a21[t][:3]) - min(a21[t][:3]) < 0.025 for t in (10, 20)) and a21[20][3] == max(a21[20])
