@@ -136,8 +136,9 @@ def iterate(p, rec, rules: StopRules, init_m=None, callback=None):
                 raise ConvergenceError(f"GAMP-RIE diverged at iteration {t}: {exc} (m={pack_layers(m)}, "
                                        f"damping={p.damping}). Try a larger damping, check that y was "
                                        "produced by this channel, or use float64.") from None
-            ratio = _noise_ratio(layer_errors(p, R, xp), delta) if p.S is not None else None
+            ratio = None
             if p.S is not None:
+                ratio = _noise_ratio(layer_errors(p, R, xp), delta)
                 rec.add(noise_ratio=ratio, error_new=layer_errors(p, S_new, xp))
             S_hat = [(1.0 - p.damping) * a + p.damping * b for a, b in zip(S_new, S_hat)] if p.damp_S else S_new
             m_old = m
