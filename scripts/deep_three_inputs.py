@@ -25,6 +25,7 @@ and four at ``d = 300`` on one core::
 from __future__ import annotations
 
 import contextlib
+import sys
 
 import numpy as np
 from scipy.stats import ortho_group
@@ -79,15 +80,23 @@ def run(d: int, seed: int, eps: float, iterations: int) -> list[dict]:
             row |= {f"{x}_{k + 1}": val for x, val in (one | {"error": matrix_overlap(E, E)}).items()}
         rows.append(row)
 
-    with contextlib.suppress(ConvergenceError):      # the final check may refuse the last state: rows are kept
-        gamp_rie(data.X, data.y, ch, data.priors, S=S, init=init, init_m=init_m, on_max_iter="return",
-                 callback=record, stop="prediction", tol=1e-12, max_iter=iterations)
+    follow(ch, data, S, init, init_m, iterations, record)
     return rows
 
 
-def parser():
-    """The command line: ``--out``, ``--d``, ``--seeds``, ``--eps`` and ``--iterations``."""
-    p = data_parser(__doc__, "deep_three_inputs.csv")
+def follow(ch, data, S, init, init_m, iterations: int, callback) -> None:
+    """GAMP-RIE on ``data`` from the informative start for exactly ``iterations`` iterations, ``callback`` after each
+    (``stop='prediction'`` at ``tol = 1e-12``, which a moving run does not meet; a last state that the final check
+    refuses is kept by the callback)."""
+    with contextlib.suppress(ConvergenceError):
+        gamp_rie(data.X, data.y, ch, data.priors, S=S, init=init, init_m=init_m, on_max_iter="return",
+                 callback=callback, stop="prediction", tol=1e-12, max_iter=iterations)
+
+
+def runs_parser(doc: str, name: str):
+    """The command line of a script that follows these runs: ``--out`` (default ``book/data/<name>``), ``--d``,
+    ``--seeds``, ``--eps`` and ``--iterations``."""
+    p = data_parser(doc, name)
     p.add_argument("--d", type=int, nargs="+", default=[100, 200])
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--eps", type=float, default=0.1)
@@ -95,15 +104,30 @@ def parser():
     return p
 
 
+def write_runs(script, argv=None) -> int:
+    """``script``'s ``main``: its ``run`` over ``--d`` and ``--seeds``, written with its ``COLUMNS``, made-by line."""
+    args = script.parser().parse_args(argv)
+    rows = (r for d in args.d for s in args.seeds for r in script.run(d, s, args.eps, args.iterations))
+    return write_rows(args.out, script.command(args), script.COLUMNS, rows)
+
+
+def made_by(command: str, parser, args) -> str:
+    """The ``# made by:`` command of such a script: ``command`` and the options that differ from their defaults."""
+    return command_line(command, parser(), args, ("d", "seeds", "eps", "iterations", "out"))
+
+
+def parser():
+    """The command line (:func:`runs_parser`)."""
+    return runs_parser(__doc__, "deep_three_inputs.csv")
+
+
 def main(argv=None) -> int:
-    args = parser().parse_args(argv)
-    rows = (r for d in args.d for s in args.seeds for r in run(d, s, args.eps, args.iterations))
-    return write_rows(args.out, command(args), COLUMNS, rows)
+    return write_runs(sys.modules[__name__], argv)
 
 
 def command(args) -> str:
-    """The ``# made by:`` command: ``COMMAND`` and the options that differ from their defaults."""
-    return command_line(COMMAND, parser(), args, ("d", "seeds", "eps", "iterations", "out"))
+    """The ``# made by:`` command (:func:`made_by`)."""
+    return made_by(COMMAND, parser, args)
 
 
 if __name__ == "__main__":

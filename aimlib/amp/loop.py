@@ -69,6 +69,9 @@ class IterationState:
         The effective observations and their noise variances of iteration ``t``'s channel step.
     noise_ratio : list or None
         ``||R_l - S_l||_F^2 / (d Delta_l)`` per layer, the trace's ``noise_ratio`` (None without a teacher).
+    onsager : list
+        The (damped) rows of the Onsager matrix that iteration ``t + 1``'s channel step uses with ``S_hat``,
+        ``V`` and ``g`` (:func:`~aimlib.amp.steps.omega_map`; for a square channel, per-sector terms).
     """
 
     t: int
@@ -78,6 +81,7 @@ class IterationState:
     R: list
     delta: list
     noise_ratio: list | None = None
+    onsager: list | None = None
 
 
 def pack_layers(values):
@@ -158,7 +162,7 @@ def iterate(p, rec, rules: StopRules, init_m=None, callback=None):
             rec.add(m=m, m_new=m_new, delta=per_layer(delta), change=change,
                     error=layer_errors(p, S_hat, xp) if p.S else [])
             if callback is not None:
-                callback(IterationState(t, S_hat, V, g_prev, R, delta, ratio))
+                callback(IterationState(t, S_hat, V, g_prev, R, delta, ratio, V_ons))
             reason = "oscillating" if verdict is not None and verdict.state == "oscillating" else \
                 _stop_reason(rules, t, still, m, m_old, m_history)
             if reason != "max_iter":

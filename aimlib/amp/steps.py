@@ -49,7 +49,7 @@ from ..channels import sigma2
 from ..channels.deep_bayes_cross import cross_g_out
 from ..errors import ConvergenceError
 
-__all__ = ["channel_step", "channel_sums", "message_pass", "pair_weights", "prior_step", "onsager_rows",
+__all__ = ["channel_step", "channel_sums", "message_pass", "omega_map", "pair_weights", "prior_step", "onsager_rows",
            "diagonal_rows", "initial_state", "DELTA_MIN", "chunk_size_for"]
 
 #: the prior step's noise floor: a layer whose every ``Delta`` is below this is observed exactly and keeps
@@ -167,8 +167,17 @@ def channel_sums(p, S_hat, m, ons, g_prev, g_new, t):
     disjoint sets of samples add up, which is how shards combine.
     """
     xp, dt, T = p.xp, p.dtype, p.T
-    sig2 = sigma2(T, xp, dt)
     w_pairs = xp.full((T, T), 0.5, dtype=dt) + 1.5 * xp.eye(T, dtype=dt)   # sum_{a<=b} Sigma g^2
+    return message_pass(p, S_hat, omega_map(ons, T, xp, dt), lambda y, om: _g_out(p.channel, y, om, m),
+                        lambda g: to_host(xp.einsum("nlab,nmab,ab->lm", g, g, w_pairs)), pair_weights(T, xp, dt),
+                        g_prev, g_new, t)
+
+
+def omega_map(ons, T: int, xp, dt):
+    r"""The Onsager-corrected estimates of a channel step, ``omega(h, g_prev)`` (module docstring):
+    ``omega_l = h_l - Sigma (.) sum_l' O_ll' g_l',prev`` for indices ``h`` and last outputs ``g_prev`` of shape
+    ``(c, L, T, T)``, with ``O`` the ``L x L`` Onsager matrix ``ons`` (:func:`onsager_rows`)."""
+    sig2 = sigma2(T, xp, dt)
     ons = np.asarray(ons, dtype=float)
     own = xp.asarray(np.diag(ons), dtype=dt)[:, None, None] * sig2
     off = ons - np.diag(np.diag(ons))
@@ -178,9 +187,7 @@ def channel_sums(p, S_hat, m, ons, g_prev, g_new, t):
         om = h - own * gp
         return om if cross is None else om - sig2 * xp.einsum("lk,nkab->nlab", cross, gp)
 
-    return message_pass(p, S_hat, omega, lambda y, om: _g_out(p.channel, y, om, m),
-                        lambda g: to_host(xp.einsum("nlab,nmab,ab->lm", g, g, w_pairs)), pair_weights(T, xp, dt),
-                        g_prev, g_new, t)
+    return omega
 
 
 def _effective_observations(S_hat, H, sum_w, d, xp):

@@ -31,7 +31,7 @@ import numpy as np
 from .. import _validate as v
 from .base import sample_indices, sigma2
 
-__all__ = ["residual_law", "draw_law", "response_moments", "ResponseMoments"]
+__all__ = ["residual_law", "draw_law", "response_moments", "sample_moments", "ResponseMoments"]
 
 #: index entries ``a <= b`` of a ``2 x 2`` index matrix, and their weights ``Sigma_ab``
 _IU = np.triu_indices(2)
@@ -130,6 +130,22 @@ def _finite_difference(ch, y, omega, V, eps: float):
             dg = ch.g_out(y, omega + step, V)[..., a, b] - ch.g_out(y, omega - step, V)[..., a, b]
             out[:, :, m] += 2 * _SIGMA[k] * dg / (2 * eps)
     return out
+
+
+def sample_moments(ch, y, omega, V, g=None, eps: float = 1e-4) -> tuple:
+    r"""``(F, Lambda)`` (module docstring) as means over the given samples, under whatever law they have.
+
+    Along a GAMP-RIE run these are the two estimates of each layer's Fisher information that its channel
+    step can form, ``F`` from the outputs' squares and ``-Lambda`` from their derivatives in the estimates
+    (the Nishimori identity ``-E[dg_l/domega_l'] = E[g_l g_l']`` makes them equal where ``h | omega`` has the
+    law ``g_out`` assumes).  ``y``, ``omega`` as :meth:`~aimlib.channels.DeepAttention.g_out` takes them
+    (host arrays, ``T = 2``), ``V`` the variances ``g_out`` is given, ``g`` its outputs if already at hand,
+    ``eps`` the step of the central differences.
+    """
+    g = ch.g_out(y, omega, V) if g is None else g
+    gk = np.asarray(g)[..., _IU[0], _IU[1]]
+    F = 2 * np.einsum("nlk,nmk,k->lm", gk, gk, _SIGMA) / gk.shape[0]
+    return F, _finite_difference(ch, y, omega, V, v.positive("eps", eps)).mean(axis=0)
 
 
 def response_moments(ch, q, Q0, *, shared=0.0, cross: float = 0.0, n: int = 200_000, batches: int = 10,
