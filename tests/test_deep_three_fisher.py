@@ -162,7 +162,8 @@ def test_the_estimates_leave_the_nishimori_identity_while_the_onsager_terms_do_t
     above 0.02; the slopes of layers 1 and 2 below -0.2, the variances above 1.05 (layer 1) and 1.02 (layer 2), the
     Fisher ratios of layers 1 and 2 above their iteration-10 values by more than 0.08, layer 2's above 1.08 and
     the state evolution's by more than 0.03; ``corr_12`` between -0.11 and -0.05, within 0.01 of the state
-    evolution's -0.048 at d = 200 and 300.
+    evolution's -0.048 at d = 200 and 300; layer 2's mean ratio stays above the state evolution's from the 12th,
+    17th and 25th iteration.
     """
     rows = [r for _, rs in _rows().values() for r in rs]
     ratio_se = _state_evolution_ratios()
@@ -186,4 +187,6 @@ def test_the_estimates_leave_the_nishimori_identity_while_the_onsager_terms_do_t
             assert end[f"ratio_{k}"].mean() - early[f"ratio_{k}"].mean() > 0.08
         assert end["ratio_2"].mean() > max(1.08, ratio_se[1] + 0.03) and -0.11 < end["corr_12"].mean() < -0.05
         assert d == 100 or abs(end["corr_12"].mean() + 0.048) < 0.01
+        run = [_at(rows, d, t)["ratio_2"].mean() for t in range(2, 41)]
+        assert max(t for t, x in zip(range(2, 41), run) if x <= ratio_se[1]) + 1 == {100: 12, 200: 17, 300: 25}[d]
     assert fresh[0] > fresh[1] > fresh[2]
