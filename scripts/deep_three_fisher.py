@@ -30,6 +30,7 @@ About two minutes per run at ``d = 100``, seven at ``d = 200`` and twenty at ``d
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import sys
@@ -61,12 +62,13 @@ def residual_law(h, omega, m) -> dict:
     iu = np.triu_indices(T)
     w = 1.0 / sigma2(T)[iu]
     r, om = (h - omega)[..., iu[0], iu[1]], omega[..., iu[0], iu[1]]
-    cov = np.einsum("nlk,nmk,k->lm", r, r, w) / (r.shape[0] * r.shape[2])
+    count = r.shape[0] * r.shape[2]                          # samples times entries a <= b
+    cov = np.einsum("nlk,nmk,k->lm", r, r, w) / count
     out = {}
     for l in range(r.shape[1]):
         out[f"var_{l + 1}"] = cov[l, l] / m[l]
         out[f"slope_{l + 1}"] = float(np.sum(r[:, l] * om[:, l] * w) / np.sum(om[:, l] ** 2 * w))
-        out[f"q_{l + 1}"] = float(np.sum(om[:, l] ** 2 * w) / r[:, l].size)
+        out[f"q_{l + 1}"] = float(np.sum(om[:, l] ** 2 * w) / count)
         out[f"c_{l + 1}"], out[f"m_{l + 1}"] = out[f"q_{l + 1}"] * (1 + out[f"slope_{l + 1}"]), m[l]
     for l, k in itertools.combinations(range(r.shape[1]), 2):
         out[f"corr_{l + 1}{k + 1}"] = cov[l, k] / np.sqrt(cov[l, l] * cov[k, k])
@@ -75,48 +77,56 @@ def residual_law(h, omega, m) -> dict:
 
 def snapshot(state):
     """A host copy of what the loop hands its callback that the next channel step uses (its ``R`` not kept)."""
-    return type(state)(state.t, [to_host(x).copy() for x in state.S_hat], list(state.V), to_host(state.g).copy(),
-                       [], [], None, list(state.onsager))
+    return dataclasses.replace(state, S_hat=[to_host(x).copy() for x in state.S_hat], V=list(state.V),
+                               g=to_host(state.g).copy(), R=[], delta=[], noise_ratio=None,
+                               onsager=list(state.onsager))
+
+
+def indices(index, mats):
+    """``h`` of every matrix in ``mats`` on every sample: ``(n, L, T, T)`` on the host."""
+    return np.stack([to_host(index.forward(x)) for x in mats], axis=1)
 
 
 def channel_inputs(index, before):
     """``(omega, m)``: the estimates that the channel step after the state ``before`` (:func:`snapshot`) forms, and
     the variances it hands ``g_out`` (one-sector priors)."""
-    h = np.stack([to_host(index.forward(x)) for x in before.S_hat], axis=1)
+    h = indices(index, before.S_hat)
     omega = omega_map(before.onsager, h.shape[-1], np, np.float64)(h, before.g)
     return omega, tuple(float(x) for (x,) in before.V)
 
 
-def law_columns(index, before, S, inputs=None) -> dict:
-    """:func:`residual_law` at the channel step after ``before``, with ``fq_l`` and ``fc_l`` (module docstring);
-    ``inputs`` its :func:`channel_inputs` if already at hand."""
+def law_columns(index, before, S, h, inputs=None) -> dict:
+    """:func:`residual_law` at the channel step after ``before``, with ``fq_l`` and ``fc_l`` (module docstring):
+    ``S`` the teachers and ``h`` their :func:`indices` (the same at every iteration), ``inputs`` the step's
+    :func:`channel_inputs` if already at hand."""
     omega, m = channel_inputs(index, before) if inputs is None else inputs
-    h = np.stack([to_host(index.forward(x)) for x in S], axis=1)
     fresh = {f"{x}_{l + 1}": index_covariance(a, b) for l, (s, e) in enumerate(zip(S, before.S_hat))
              for x, a, b in (("fq", e, e), ("fc", s, e))}
     return residual_law(h, omega, m) | fresh
 
 
-def row(ch, y, index, before, g_loop, S):
-    """The columns of one iteration from the state ``before`` it (module docstring) and the loop's outputs."""
+def row(ch, y, index, before, g_loop, S, h):
+    """The columns of one iteration from the state ``before`` it (module docstring) and the loop's outputs; ``h``
+    the teachers' :func:`indices`."""
     omega, m = channel_inputs(index, before)
     g = to_host(ch.g_out(y, omega, m))
     F, Lam = sample_moments(ch, y, omega, m, g=g)
     out = {"match": float(np.max(np.abs(0.5 * g + 0.5 * before.g - to_host(g_loop))))}
     out |= {f"{x}_{l + 1}": val[l] for x, val in (("F", np.diag(F)), ("ratio", -np.diag(Lam) / np.diag(F)))
             for l in range(len(S))}
-    return out | law_columns(index, before, S, (omega, m))
+    return out | law_columns(index, before, S, h, (omega, m))
 
 
 def run(d: int, seed: int, eps: float, iterations: int) -> list[dict]:
     """The rows of one run at ``alpha = 1``: iterations 2 to ``iterations``."""
     ch, data, S, _, init, init_m = problem(ALPHA, d, seed, eps)
     index, y, rows, before = IndexMap(data.X), to_host(data.y), [], []
+    h = indices(index, S)
 
     def record(state):
         if before:
             rows.append({"alpha": ALPHA, "d": d, "seed": seed, "t": state.t,
-                         **row(ch, y, index, before[0], state.g, S)})
+                         **row(ch, y, index, before[0], state.g, S, h)})
         before[:] = [snapshot(state)]
 
     follow(ch, data, S, init, init_m, iterations, record)

@@ -72,3 +72,29 @@ def assert_first_order_row(row: dict, ch, priors, tol: float = 2e-4) -> None:
     assert np.allclose([x[f"mmse_{ell}"] for ell in layers], mmse, atol=tol)
     assert x["e_12"] == pytest.approx(cross_residual(mmse[:2], deltas[:2], x["kappa"], (x["mix_12"], x["mix_21"])),
                                       abs=tol)
+
+
+def rows_at(rows, d: int, t: int) -> dict:
+    """Of a data file's ``rows``, those at ``d`` and iteration ``t``: per column, an array over the data sets (seeds
+    in order)."""
+    rows = sorted((r for r in rows if int(r["d"]) == d and int(r["t"]) == t), key=lambda r: r["seed"])
+    return {k: np.array([float(r[k]) for r in rows]) for k in rows[0]}
+
+
+def three_layer_traces() -> dict:
+    """The rows of the three-layer traces at alpha = 1 (``deep_three_trace.csv`` and ``_d300.csv``) by ``(d, seed,
+    t)``: the runs that the scripts following them rebuild."""
+    traces = {}
+    for name in ("deep_three_trace.csv", "deep_three_trace_d300.csv"):
+        for r in committed(name)[1]:
+            if float(r["alpha"]) == 1.0:
+                traces[int(r["d"]), int(r["seed"]), int(r["t"])] = r
+    return traces
+
+
+def by_run(rows) -> dict:
+    """A data file's ``rows`` grouped by run: ``(d, seed)`` to that run's rows, in the file's order."""
+    runs = {}
+    for r in rows:
+        runs.setdefault((int(r["d"]), int(r["seed"])), []).append(r)
+    return runs

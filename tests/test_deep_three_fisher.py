@@ -9,7 +9,7 @@ import pytest
 from aimlib.channels import DeepAttention
 from aimlib.channels.base import sample_indices
 from aimlib.channels.deep_moments import draw_law, response_moments, sample_moments
-from script_support import committed, import_script, made_by_args
+from script_support import by_run, committed, import_script, made_by_args, rows_at, three_layer_traces
 
 NAMES = ("deep_three_fisher.csv", "deep_three_fisher_d300.csv")
 
@@ -87,10 +87,11 @@ def test_where_gamp_rie_follows_its_state_evolution_the_channel_step_meets_its_l
     ch = channels.Hardmax()
     data = model.sample_dataset(0.3, 100, 2, 0.5, ch, seed=0)
     index, before, rows = IndexMap(data.X), [], []
+    teacher = script.indices(index, [data.S])
 
     def record(state):
         if before:
-            rows.append(script.law_columns(index, before[0], [data.S]) | {"t": state.t})
+            rows.append(script.law_columns(index, before[0], [data.S], teacher) | {"t": state.t})
         before[:] = [script.snapshot(state)]
 
     res = amp.gamp_rie(data.X, data.y, ch, data.priors, S=data.S, callback=record)
@@ -106,15 +107,9 @@ def test_the_rows_are_the_made_by_runs_and_their_states_the_traces():
     """Every iteration 2..40 of the (d, seed) each made-by command names, at alpha = 1, the rebuilt outputs the loop's
     to 1e-10; the variances handed to ``g_out`` at iteration t are the predictions the traces record after iteration
     t - 1 (the same runs, ``deep_three_trace.csv`` and ``_d300.csv``) to 1e-11 relative."""
-    traces = {}
-    for name in ("deep_three_trace.csv", "deep_three_trace_d300.csv"):
-        for r in committed(name)[1]:
-            if float(r["alpha"]) == 1.0:
-                traces[int(r["d"]), int(r["seed"]), int(r["t"])] = r
+    traces = three_layer_traces()
     for args, rows in _rows().values():
-        runs = {}
-        for r in rows:
-            runs.setdefault((int(r["d"]), int(r["seed"])), []).append(r)
+        runs = by_run(rows)
         assert sorted(runs) == sorted((d, s) for d in args.d for s in args.seeds)
         for key, found in runs.items():
             assert [int(r["t"]) for r in found] == list(range(2, args.iterations + 1))
@@ -129,12 +124,6 @@ def test_the_rows_are_the_made_by_runs_and_their_states_the_traces():
 #: layers 1 and 2 at iteration 40 (means of three data sets)
 FRESH = {100: 0.0121, 200: 0.0066, 300: 0.0033}
 GAP_1, GAP_2 = {100: 0.111, 200: 0.043, 300: 0.042}, {100: 0.070, 200: 0.048, 300: 0.030}
-
-
-def _at(rows, d: int, t: int) -> dict:
-    """Of ``rows``, those at ``d`` and iteration ``t``: per column, an array over the data sets."""
-    rows = [r for r in rows if int(r["d"]) == d and int(r["t"]) == t]
-    return {k: np.array([float(r[k]) for r in rows]) for k in rows[0]}
 
 
 def _state_evolution_ratios() -> np.ndarray:
@@ -173,7 +162,7 @@ def test_the_estimates_leave_the_nishimori_identity_while_the_onsager_terms_do_t
         worst = max(np.abs(late[f"{a}_{k}"] - late[f"f{a}_{k}"]).max() for a in ("q", "c") for k in (1, 2, 3))
         assert worst == pytest.approx(FRESH[d], abs=5e-5)
         fresh.append(worst)
-        early, end = _at(rows, d, 10), _at(rows, d, 40)
+        early, end = rows_at(rows, d, 10), rows_at(rows, d, 40)
         assert all(abs(np.mean(early[f"fq_{k}"] - early[f"fc_{k}"])) < 0.021 for k in (1, 2, 3))
         assert all(abs(early[f"var_{k}"].mean() - 1) < 0.021 for k in (1, 2))
         assert 1.04 < early["var_3"].mean() < 1.11 and 0.915 < early["ratio_1"].mean() < 0.93
@@ -187,6 +176,6 @@ def test_the_estimates_leave_the_nishimori_identity_while_the_onsager_terms_do_t
             assert end[f"ratio_{k}"].mean() - early[f"ratio_{k}"].mean() > 0.08
         assert end["ratio_2"].mean() > max(1.08, ratio_se[1] + 0.03) and -0.11 < end["corr_12"].mean() < -0.05
         assert d == 100 or abs(end["corr_12"].mean() + 0.048) < 0.01
-        run = [_at(rows, d, t)["ratio_2"].mean() for t in range(2, 41)]
+        run = [rows_at(rows, d, t)["ratio_2"].mean() for t in range(2, 41)]
         assert max(t for t, x in zip(range(2, 41), run) if x <= ratio_se[1]) + 1 == {100: 12, 200: 17, 300: 25}[d]
     assert fresh[0] > fresh[1] > fresh[2]

@@ -6,18 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from script_support import committed, import_script, made_by_args
+from script_support import by_run, committed, import_script, made_by_args, rows_at, three_layer_traces
 
 NAME = "deep_three_inputs.csv"
 #: the rungs of the chapter's ladder, each keeping more of the input than the last
 LADDER = ("pred", "law", "sized", "synth", "rotated", "fresh")
-
-
-def at(rows, d: int, t: int) -> dict:
-    """Of the file's ``rows``, those at ``d`` and iteration ``t``: per column, an array over the data sets (seeds in
-    order)."""
-    rows = sorted((r for r in rows if int(r["d"]) == d and int(r["t"]) == t), key=lambda r: r["seed"])
-    return {k: np.array([float(r[k]) for r in rows]) for k in rows[0]}
 
 
 @pytest.mark.parametrize("scale", [0.0, -0.25])
@@ -64,15 +57,8 @@ def test_the_rows_are_the_made_by_runs_and_their_errors_the_traces():
     data set, start and algorithm, run at another time and with two BLAS threads) to 1e-11 relative, at every
     iteration both hold."""
     args, rows = made_by_args("deep_three_inputs", NAME)
-    runs = {}
-    for r in rows:
-        runs.setdefault((int(r["d"]), int(r["seed"])), []).append(r)
+    runs, traces = by_run(rows), three_layer_traces()
     assert sorted(runs) == sorted((d, s) for d in args.d for s in args.seeds)
-    traces = {}
-    for name in ("deep_three_trace.csv", "deep_three_trace_d300.csv"):
-        for r in committed(name)[1]:
-            if float(r["alpha"]) == 1.0:
-                traces[int(r["d"]), int(r["seed"]), int(r["t"])] = r
     for key, found in runs.items():
         assert [int(r["t"]) for r in found] == list(range(1, args.iterations + 1))
         assert all(float(r["alpha"]) == 1.0 for r in found)
@@ -97,7 +83,7 @@ def test_the_denoisers_lose_what_they_lose_on_any_input_of_that_size_scale_and_s
     rows = committed(NAME)[1]
     spectral, scale_1 = [], []
     for d in (100, 200, 300):
-        early, late = at(rows, d, 10), at(rows, d, 40)
+        early, late = rows_at(rows, d, 10), rows_at(rows, d, 40)
         run = {k: np.array([float(r[k]) for r in rows if int(r["d"]) == d and 10 <= int(r["t"]) <= 40])
                for k in rows[0] if k[-2:] in ("_1", "_2", "_3")}
         assert 16 <= run["delta_2"].min() and run["delta_2"].max() <= 35.5

@@ -143,9 +143,8 @@ def sample_moments(ch, y, omega, V, g=None, eps: float = 1e-4) -> tuple:
     ``eps`` the step of the central differences.
     """
     g = ch.g_out(y, omega, V) if g is None else g
-    gk = np.asarray(g)[..., _IU[0], _IU[1]]
-    F = 2 * np.einsum("nlk,nmk,k->lm", gk, gk, _SIGMA) / gk.shape[0]
-    return F, _finite_difference(ch, y, omega, V, v.positive("eps", eps)).mean(axis=0)
+    gk = np.asarray(g)[None, ..., _IU[0], _IU[1]]          # one batch: all the samples
+    return _weighted_mean(gk, gk)[0], _finite_difference(ch, y, omega, V, v.positive("eps", eps)).mean(axis=0)
 
 
 def response_moments(ch, q, Q0, *, shared=0.0, cross: float = 0.0, n: int = 200_000, batches: int = 10,
