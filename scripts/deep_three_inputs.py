@@ -84,13 +84,13 @@ def run(d: int, seed: int, eps: float, iterations: int) -> list[dict]:
     return rows
 
 
-def follow(ch, data, S, init, init_m, iterations: int, callback) -> None:
+def follow(ch, data, S, init, init_m, iterations: int, callback, priors=None) -> None:
     """GAMP-RIE on ``data`` from the informative start for exactly ``iterations`` iterations, ``callback`` after each
     (``stop='prediction'`` at ``tol = 1e-12``, which a moving run does not meet; a last state that the final check
-    refuses is kept by the callback)."""
+    refuses is kept by the callback); ``priors`` in place of the data set's own."""
     with contextlib.suppress(ConvergenceError):
-        gamp_rie(data.X, data.y, ch, data.priors, S=S, init=init, init_m=init_m, on_max_iter="return",
-                 callback=callback, stop="prediction", tol=1e-12, max_iter=iterations)
+        gamp_rie(data.X, data.y, ch, data.priors if priors is None else priors, S=S, init=init, init_m=init_m,
+                 on_max_iter="return", callback=callback, stop="prediction", tol=1e-12, max_iter=iterations)
 
 
 def runs_parser(doc: str, name: str):

@@ -15,13 +15,15 @@ evolution's law) and through ``kappa_R, a_12, a_21`` (:func:`deep_three_gamp.noi
 exactly ``N`` iterations, past the point where the stopping rule would end the run (``gamp_rie``'s
 ``stop='prediction'`` at ``tol = 1e-12``, which a moving run does not meet).  The same runs as
 ``deep_three_gamp.py`` at the same ``(alpha, d, seed, eps)``: its rows are the last iterate of these
-(at the default damping).  On one core shared with other work, a run at ``alpha = 1`` took about 30 seconds at
-``d = 100``, 6 minutes at ``d = 200`` and 12 at ``d = 300``; at ``alpha = 1.5`` runs go on for up to 400
-iterations, about 10 minutes at ``d = 150``::
+(at the default damping).  ``--own-onsager T`` hands the loop, from the prior step of iteration ``T`` on, each RIE's
+own Onsager coefficient at its input (:meth:`~aimlib.priors.Wishart.onsager`, :class:`OwnOnsager`) instead of its
+limit on the state evolution's law, ``mmse(Delta)``; the predictions ``m`` stay ``mmse(Delta)``.  On one core
+shared with other work, a run at ``alpha = 1`` took about 30 seconds at ``d = 100``, 6 minutes at ``d = 200`` and 12
+at ``d = 300``; at ``alpha = 1.5`` runs go on for up to 400 iterations, about 10 minutes at ``d = 150``::
 
     python scripts/deep_three_trace.py [--out book/data/deep_three_trace.csv]
         [--d 100 200 ...] [--alpha 1 ...] [--seeds 0 1 2 ...] [--eps 0.1] [--damping 0.5]
-        [--iterations N]
+        [--iterations N] [--own-onsager T]
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ from aimlib.amp import gamp_rie
 from aimlib.backend import to_host
 from aimlib.errors import ConvergenceError
 from aimlib.model import matrix_overlap
+from aimlib.priors import Centred
 from deep_three_gamp import MAX_ITER, noise_overlaps, problem
 from _rows import command_line, data_parser, write_rows
 
@@ -39,14 +42,33 @@ COLUMNS = ["alpha", "d", "seed", "t", "error_1", "error_2", "error_3", "m_1", "m
            "noise_1", "noise_2", "noise_3", "kappa_R", "a_12", "a_21", "reason"]
 
 
-def run(alpha: float, d: int, seed: int, eps: float, damping: float = 0.5, iterations: int | None = None) -> list[dict]:
+class OwnOnsager(Centred):
+    """The centred Wishart prior whose prior step hands GAMP-RIE the RIE's own Onsager coefficient at its input
+    (:meth:`~aimlib.priors.Wishart.onsager`) from iteration ``start`` on; ``t``, the iteration of the next prior
+    step, is set by the run's callback."""
+
+    def __init__(self, rho: float, start: int):
+        super().__init__(rho)
+        self.start, self.t = start, 1
+
+    def denoise(self, R, deltas, noise=None):
+        S_hat, V, V_ons = super().denoise(R, deltas)
+        return S_hat, V, ((self.onsager(R, deltas[0]),) if self.t >= self.start else V_ons)
+
+
+def run(alpha: float, d: int, seed: int, eps: float, damping: float = 0.5, iterations: int | None = None,
+        own_onsager: int | None = None) -> list[dict]:
     """The rows of one run: its errors, predictions, ``e_12`` and its effective noises after every iteration;
-    with ``iterations``, exactly that many (no stopping rule)."""
+    with ``iterations``, exactly that many (no stopping rule); with ``own_onsager``, the RIEs' own Onsager
+    coefficients from that iteration on (:class:`OwnOnsager`)."""
     rule = {} if iterations is None else dict(stop="prediction", tol=1e-12, max_iter=iterations)
     ch, data, S, centred, init, init_m = problem(alpha, d, seed, eps)
+    priors = data.priors if own_onsager is None else [OwnOnsager(p.rho, own_onsager) for p in data.priors]
     rows = []
 
     def record(state):
+        for p in priors:
+            p.t = state.t + 1
         E = [to_host(x) - s for x, s in zip(state.S_hat, S)]
         R = [to_host(x) for x in state.R]
         rows.append({"alpha": alpha, "d": d, "seed": seed, "t": state.t,
@@ -57,7 +79,7 @@ def run(alpha: float, d: int, seed: int, eps: float, damping: float = 0.5, itera
                      **noise_overlaps(R, S, centred)})
 
     try:
-        reason = gamp_rie(data.X, data.y, ch, data.priors, S=S, init=init, init_m=init_m, on_max_iter="return",
+        reason = gamp_rie(data.X, data.y, ch, priors, S=S, init=init, init_m=init_m, on_max_iter="return",
                           callback=record, damping=damping, **({"max_iter": MAX_ITER} | rule)).reason
     except ConvergenceError:
         reason = "refused"
@@ -65,7 +87,8 @@ def run(alpha: float, d: int, seed: int, eps: float, damping: float = 0.5, itera
 
 
 def parser():
-    """The command line: ``--out``, ``--d``, ``--alpha``, ``--seeds``, ``--eps``, ``--damping`` and ``--iterations``."""
+    """The command line: ``--out``, ``--d``, ``--alpha``, ``--seeds``, ``--eps``, ``--damping``, ``--iterations`` and
+    ``--own-onsager``."""
     p = data_parser(__doc__, "deep_three_trace.csv")
     p.add_argument("--d", type=int, nargs="+", default=[100, 200])
     p.add_argument("--alpha", type=float, nargs="+", default=[1.0])
@@ -73,19 +96,21 @@ def parser():
     p.add_argument("--eps", type=float, default=0.1)
     p.add_argument("--damping", type=float, default=0.5)
     p.add_argument("--iterations", type=int, default=None)
+    p.add_argument("--own-onsager", type=int, default=None)
     return p
 
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     rows = (r for d in args.d for a in args.alpha for s in args.seeds
-            for r in run(a, d, s, args.eps, args.damping, args.iterations))
+            for r in run(a, d, s, args.eps, args.damping, args.iterations, args.own_onsager))
     return write_rows(args.out, command(args), COLUMNS, rows)
 
 
 def command(args) -> str:
     """The ``# made by:`` command: ``COMMAND`` and the options that differ from their defaults."""
-    return command_line(COMMAND, parser(), args, ("d", "alpha", "seeds", "eps", "damping", "iterations", "out"))
+    return command_line(COMMAND, parser(), args, ("d", "alpha", "seeds", "eps", "damping", "iterations", "own_onsager",
+                                                      "out"))
 
 
 if __name__ == "__main__":

@@ -10,7 +10,13 @@ sample ``mu`` out of the last channel step and denoise again: the estimates
     h^\mu\big(\hat S^{(-\mu)}_l\big) \approx h^\mu(\hat S_l) - \Sigma \odot \sum_{l'} O_{ll'}\, g^\mu_{l'}
 
 up to ``O(d^{-1/2})`` per entry, with ``O`` the Onsager matrix of
-:func:`aimlib.amp.steps.onsager_rows`.  For correlated layers (two Wishart layers of
+:func:`aimlib.amp.steps.onsager_rows`.  That is the last step's part of sample ``mu``'s influence.
+Sample ``mu`` also reached the estimate through the steps before: through the damping, and through
+``R_l = S_hat_l + ...``, which keeps ``(I + F_hat^{-1} Lambda) S_hat`` of the last estimate where the
+outputs leave the Nishimori identity (book chapter "Three layers").  :func:`left_out_indices` leaves
+the sample out of the last ``k`` iterations of a run and runs them again
+(:func:`aimlib.amp.loop.resume`): as ``k`` grows its ``h^mu`` becomes the index of an estimate
+that never saw sample ``mu``, what ``omega^mu`` stands for.  For correlated layers (two Wishart layers of
 :class:`aimlib.channels.DeepAttention`) the off-diagonal entries ``O_{12}, O_{21}`` are what
 one denoiser per layer adds to the one-layer term.  :func:`leave_one_out` measures, over
 sampled ``mu``, the regression coefficient of ``h^mu(S^{(-mu)}) - omega_diag`` on the
@@ -19,6 +25,7 @@ is right, 0 if the leave-one-out estimates did not need it.  Book chapter "Corre
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -27,10 +34,11 @@ import numpy as np
 from .. import _validate as v
 from ..backend import to_host
 from ..channels import sigma2
+from .loop import resume
 from .problem import make_problem
 from .steps import channel_step, initial_state, pair_weights, prior_step
 
-__all__ = ["LeaveOneOut", "leave_one_out"]
+__all__ = ["LeaveOneOut", "leave_one_out", "left_out_indices", "regression"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,16 @@ class LeaveOneOut:
     onsager: tuple
     kappa: float
     samples: int
+
+
+def regression(num, den) -> tuple[float, float]:
+    r"""``(beta, stderr)``: the regression coefficient ``beta = sum_mu num_mu / sum_mu den_mu`` of one term on
+    another over samples ``mu`` (``num_mu = <a_mu, b_mu>``, ``den_mu = <b_mu, b_mu>`` for the regression of ``a`` on
+    ``b``), and its standard error from the samples' scatter,
+    ``sqrt(n) std(num - beta den) / sum den``."""
+    num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
+    beta = float(num.sum() / den.sum())
+    return beta, float(np.std(num - beta * den, ddof=1) * math.sqrt(len(num)) / den.sum())
 
 
 def _iterate(p, iterations):
@@ -117,13 +135,51 @@ def leave_one_out(X, y, channel, priors, *, iterations: int = 3, samples: int = 
         cross = omega["full"] - omega["diagonal"]
         num.append(float(np.sum((loo - omega["diagonal"]) * cross)))
         den.append(float(np.sum(cross * cross)))
-    num, den = np.array(num), np.array(den)
-    if den.sum() == 0.0:
+    if sum(den) == 0.0:
         raise ValueError("the Onsager matrix has no off-diagonal term here (one layer, or uncorrelated "
                          "layers): there is nothing to compare")
-    beta = float(num.sum() / den.sum())
-    stderr = float(np.std(num - beta * den, ddof=1) * math.sqrt(samples) / den.sum())
+    beta, stderr = regression(num, den)
     rms = {k: math.sqrt(s / samples) for k, s in sums.items()}
     return LeaveOneOut(beta, stderr, rms["full"], rms["diagonal"], rms["none"],
-                       math.sqrt(float(den.mean())), tuple(map(tuple, O.tolist())),
+                       math.sqrt(float(np.mean(den))), tuple(map(tuple, O.tolist())),
                        float(cov[0, 1] / math.sqrt(cov[0, 0] * cov[1, 1])), samples)
+
+
+def left_out_indices(X, y, channel, priors, mu: int, states, t: int, steps, *, damping: float = 0.5,
+                     damp: str = "both") -> dict:
+    r"""The index ``h^mu`` of the estimate that iteration ``t``'s channel step uses, with sample ``mu`` left out
+    of the ``k`` iterations before it, for each ``k`` in ``steps`` (module docstring).
+
+    Parameters
+    ----------
+    X, y, channel, priors
+        The data set and model of the run (``X`` an array), as :func:`aimlib.amp.gamp_rie` took them.
+    mu : int
+        The sample left out.
+    states : mapping
+        The run's states after its iterations, by number (:class:`~aimlib.amp.loop.IterationState`, host
+        copies); ``states[t - 1 - k]`` must be there for every ``k``.
+    t : int
+        The channel step whose estimates ``omega^mu`` are compared.
+    steps : sequence of int
+        How many iterations ``k`` (``1 <= k <= t - 2``) are run again on the data less sample ``mu``,
+        from ``states[t - 1 - k]`` (its outputs less row ``mu``) with ``damping`` and ``damp`` as the run's.
+
+    Returns
+    -------
+    dict
+        ``k -> h^mu(S_hat^(-mu, k))``, an ``(L, T, T)`` host array per ``k``.
+    """
+    X, y = np.asarray(X), np.asarray(y)
+    mu = v.integer("mu", mu, minimum=0, maximum=len(y) - 1)
+    t = v.integer("t", t, minimum=3)
+    steps = [v.integer("k", k, minimum=1, maximum=t - 2) for k in steps]
+    keep = np.arange(len(y)) != mu
+    p = make_problem(X[keep], y[keep], channel, priors, None, None, "float64", None, 64.0, damping, damp)
+    x_mu = p.xp.asarray(X[mu:mu + 1], dtype=p.dtype)
+    out = {}
+    for k in steps:
+        start = states[t - 1 - k]
+        S_hat = resume(p, dataclasses.replace(start, g=np.asarray(to_host(start.g))[keep]), k)
+        out[k] = to_host(p.xp.stack([p.index.indices(x_mu, S) for S in S_hat], axis=1)[0])
+    return out

@@ -13,8 +13,8 @@ from ..model import estimation_error
 from .square_step import square_channel_step
 from .steps import DELTA_MIN, channel_step, initial_state, prior_step
 
-__all__ = ["StopRules", "BlockDrift", "STOPS", "IterationState", "PastIterates", "CYCLE_SPAN", "SKETCH",
-           "STILL_FALLING", "recovering", "iterate", "layer_errors", "pack_layers", "per_layer", "stalled",
+__all__ = ["StopRules", "BlockDrift", "STOPS", "IterationState", "damped", "PastIterates", "CYCLE_SPAN", "SKETCH",
+           "STILL_FALLING", "recovering", "iterate", "layer_errors", "pack_layers", "per_layer", "resume", "stalled",
            "STALL_FACTOR"]
 
 #: ``stop='window'`` looks for cycles up to this many windows long (GAMP-RIE at finite ``d`` has cycles of
@@ -144,9 +144,8 @@ def iterate(p, rec, rules: StopRules, init_m=None, callback=None):
             if p.S is not None:
                 ratio = _noise_ratio(layer_errors(p, R, xp), delta)
                 rec.add(noise_ratio=ratio, error_new=layer_errors(p, S_new, xp))
-            S_hat = [(1.0 - p.damping) * a + p.damping * b for a, b in zip(S_new, S_hat)] if p.damp_S else S_new
+            S_hat, V, V_ons = damped(p, (S_new, V_new, ons_new), (S_hat, V, V_ons))
             m_old = m
-            V, V_ons = _mix(V_new, V, p.damping), _mix(ons_new, V_ons, p.damping)
             m, m_new = _total(V), _total(V_new)
             g_prev, g_new = g_new, g_prev
             _check_finite(p, S_hat, t, xp)
@@ -181,6 +180,36 @@ def _stop_reason(rules, t, still, m, m_old, m_history) -> str:
     if np.all(m < rules.m_floor):
         return "perfect"
     return "stalled" if stalled(m_history, rules.resolution) else "max_iter"
+
+
+def damped(p, new, old):
+    """The state after an iteration's damping: ``(S_hat, V, V_ons)`` from the prior step's ``new`` and the last
+    ``old`` (each such a triple); the estimates are mixed when ``p.damp_S``, the errors and Onsager rows always."""
+    (S_new, V_new, ons_new), (S_hat, V, V_ons) = new, old
+    S_hat = [(1.0 - p.damping) * a + p.damping * b for a, b in zip(S_new, S_hat)] if p.damp_S else S_new
+    return S_hat, _mix(V_new, V, p.damping), _mix(ons_new, V_ons, p.damping)
+
+
+def resume(p, state: IterationState, iterations: int) -> list:
+    """The estimates after ``iterations`` more iterations of the loop on ``p`` from ``state``, without stopping
+    rules or records.
+
+    ``state`` holds what an :class:`IterationState` holds after iteration ``state.t`` (estimates, errors, Onsager
+    rows, outputs ``g`` with one row per sample of ``p``; arrays on the host or the device); the iterations are the
+    loop's own (channel step, prior step, :func:`damped`), numbered on from ``state.t + 1``.  A leave-one-out run
+    (:func:`aimlib.amp.leave_one_out.left_out_indices`) continues a run this way on its data less one sample.
+    """
+    if p.channel.square:
+        raise ValueError("resume takes a symmetric channel's state (channel.square is true)")
+    xp = p.xp
+    S_hat, V, V_ons = [xp.asarray(S, dtype=p.dtype) for S in state.S_hat], list(state.V), list(state.onsager)
+    g_prev = xp.asarray(state.g, dtype=p.dtype)
+    g_new = xp.empty_like(g_prev)
+    for t in range(state.t + 1, state.t + iterations + 1):
+        delta, R, noise, cov = channel_step(p, S_hat, V, V_ons, g_prev, g_new, t)
+        S_hat, V, V_ons = damped(p, prior_step(p, R, delta, noise, cov), (S_hat, V, V_ons))
+        g_prev, g_new = g_new, g_prev
+    return S_hat
 
 
 def _mix(new, old, damping):

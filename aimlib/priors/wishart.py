@@ -79,6 +79,11 @@ class Wishart(Prior):
         m = self.mmse(delta)
         return rmt.rie(R, delta, self.rho), (m,), (m,)
 
+    def onsager(self, R, delta: float) -> float:
+        """The RIE's own Onsager coefficient at ``R`` (:func:`aimlib.rmt.rie_divergence`); :meth:`denoise` hands
+        GAMP-RIE its limit on the law ``R = S + sqrt(Delta) Z``, ``mmse(Delta)``."""
+        return rmt.rie_divergence(R, delta, self.rho)
+
 
 class Centred(Wishart):
     r"""``S = W W^T / sqrt(r d) - sqrt(rho) I``: the Wishart prior with its mean removed.
@@ -108,3 +113,7 @@ class Centred(Wishart):
         shift = super().mean(R.shape[0], get_array_module(R), R.dtype)
         S_hat, V, V_ons = super().denoise(R + shift, deltas)
         return S_hat - shift, V, V_ons
+
+    def onsager(self, R, delta: float) -> float:
+        """The RIE's own Onsager coefficient at ``R``: the Wishart one at ``R + sqrt(rho) I``, as :meth:`denoise`."""
+        return super().onsager(R + super().mean(R.shape[0], get_array_module(R), R.dtype), delta)

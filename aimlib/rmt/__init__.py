@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from .._validate import DELTA_RANGE, RHO_RANGE
 from ._arcs import clear_caches, quadrature
-from .denoising import linear_shrinkage, mmse, mmse_gaussian, rie, rie_eigenvalues
+from .denoising import linear_shrinkage, mmse, mmse_gaussian, rie, rie_divergence, rie_eigenvalues
 from .spectrum import (atom_S, cdf, cubic_coefficients, density, density_S, discriminant_quartic,
                        hilbert, integral_density_cubed, moments, sample_denoising, sample_goe,
                        sample_wishart, stieltjes, support, support_S)
@@ -48,6 +48,7 @@ __all__ = [
     "mmse",
     "mmse_gaussian",
     "rie_eigenvalues",
+    "rie_divergence",
     "rie",
     "linear_shrinkage",
     "sample_goe",

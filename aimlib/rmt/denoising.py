@@ -117,6 +117,37 @@ def rie(Y, delta, rho):
     return (U * xi[None, :]) @ U.T
 
 
+def rie_divergence(Y, delta, rho) -> float:
+    r"""The Onsager coefficient of :func:`rie` at ``Y``: ``Delta / d`` times its divergence in the metric of the GOE.
+
+    For a spectral map ``Y = sum_a lambda_a u_a u_a^T -> sum_a xi(lambda_a) u_a u_a^T`` and a GOE matrix ``Z``
+    (entries of variance ``1/d`` off the diagonal, ``2/d`` on it), Stein's identity gives
+    ``E <sqrt(Delta) Z, rie(Y)> / d = E[o]`` with
+
+    .. math::  o = \frac{\Delta}{d^2}\Big[\,2\sum_a \xi'(\lambda_a)
+               + \sum_{a\ne b}\frac{\xi(\lambda_a)-\xi(\lambda_b)}{\lambda_a-\lambda_b}\Big],
+
+    the part of the estimate that follows the noise.  On the law ``Y = S + sqrt(Delta) Z`` the RIE is the
+    posterior mean and ``o`` tends to :func:`mmse` (a Nishimori identity), the value GAMP-RIE's Onsager term
+    takes; off that law ``o`` is the RIE's own.  ``xi'`` by central differences; a pair of eigenvalues closer
+    than ``1e-12`` takes the mean of their ``xi'``.  ``Y`` NumPy or CuPy; a float.
+    """
+    delta, rho = check_delta(delta), v.rho(rho)
+    Y = v.symmetric_matrix("Y", Y)
+    xp = get_array_module(Y)
+    lam = to_host(xp.linalg.eigvalsh((Y + Y.T) / 2)).astype(np.float64)
+    xi = rie_eigenvalues(lam, delta, rho)
+    step = 1e-6 * (1.0 + np.abs(lam))
+    slope = (rie_eigenvalues(lam + step, delta, rho) - rie_eigenvalues(lam - step, delta, rho)) / (2 * step)
+    gap = lam[:, None] - lam[None, :]
+    close = np.abs(gap) < 1e-12
+    pairs = np.where(close, (slope[:, None] + slope[None, :]) / 2,
+                     (xi[:, None] - xi[None, :]) / np.where(close, 1.0, gap))
+    np.fill_diagonal(pairs, 0.0)
+    d = len(lam)
+    return float(delta * (2 * slope.sum() + pairs.sum()) / d ** 2)
+
+
 def linear_shrinkage(Y, delta, rho):
     r"""Best linear (Wiener) estimator ``sqrt(rho) I + (Y - sqrt(rho) I)/(1 + Delta)``.
 
