@@ -34,7 +34,7 @@ from aimlib.index_map import IndexMap
 from deep_three_fisher import ALPHA, LAYERS, channel_inputs, indices, snapshot
 from deep_three_gamp import problem
 from deep_three_inputs import follow
-from deep_three_trace import OwnOnsager
+from deep_three_trace import next_iteration, own_priors
 from _rows import command_line, data_parser, write_rows
 
 COMMAND = "python scripts/deep_three_loo.py"
@@ -55,18 +55,16 @@ def sample_sums(h, omega, left) -> dict:
 
 def run(d: int, seed: int, eps: float, at, steps, samples: int, own_onsager: int | None = None) -> list[dict]:
     """The rows of one run (module docstring); with ``own_onsager``, the run and its left-out runs hand the loop the
-    RIEs' own Onsager coefficients from that iteration on (:class:`deep_three_trace.OwnOnsager`)."""
+    RIEs' own Onsager coefficients from that iteration on (:func:`deep_three_trace.own_priors`)."""
     if own_onsager is not None and min(at) - max(steps) < own_onsager:
         raise ValueError(f"--own-onsager {own_onsager}: the left-out runs must start after it, at t - k >= "
                          f"{own_onsager} (got t - k = {min(at) - max(steps)})")
     ch, data, S, _, init, init_m = problem(ALPHA, d, seed, eps)
-    priors = data.priors if own_onsager is None else [OwnOnsager(p.rho, own_onsager) for p in data.priors]
-    index, states = IndexMap(data.X), {}
+    priors, index, states = own_priors(data.priors, own_onsager), IndexMap(data.X), {}
 
     def keep(state):
         states[state.t] = snapshot(state)
-        for p in priors:
-            p.t = state.t + 1
+        next_iteration(priors, state.t + 1)
 
     follow(ch, data, S, init, init_m, max(at) - 1, keep, priors)
     X, y = np.asarray(data.X), np.asarray(data.y)

@@ -56,6 +56,18 @@ class OwnOnsager(Centred):
         return S_hat, V, ((self.onsager(R, deltas[0]),) if self.t >= self.start else V_ons)
 
 
+def own_priors(priors, start: int | None) -> list:
+    """``priors`` as :class:`OwnOnsager` from iteration ``start`` on; the priors themselves when ``start`` is None."""
+    return list(priors) if start is None else [OwnOnsager(p.rho, start) for p in priors]
+
+
+def next_iteration(priors, t: int) -> None:
+    """Tell the :class:`OwnOnsager` among ``priors`` that their next prior step is iteration ``t``."""
+    for p in priors:
+        if isinstance(p, OwnOnsager):
+            p.t = t
+
+
 def run(alpha: float, d: int, seed: int, eps: float, damping: float = 0.5, iterations: int | None = None,
         own_onsager: int | None = None) -> list[dict]:
     """The rows of one run: its errors, predictions, ``e_12`` and its effective noises after every iteration;
@@ -63,12 +75,10 @@ def run(alpha: float, d: int, seed: int, eps: float, damping: float = 0.5, itera
     coefficients from that iteration on (:class:`OwnOnsager`)."""
     rule = {} if iterations is None else dict(stop="prediction", tol=1e-12, max_iter=iterations)
     ch, data, S, centred, init, init_m = problem(alpha, d, seed, eps)
-    priors = data.priors if own_onsager is None else [OwnOnsager(p.rho, own_onsager) for p in data.priors]
-    rows = []
+    priors, rows = own_priors(data.priors, own_onsager), []
 
     def record(state):
-        for p in priors:
-            p.t = state.t + 1
+        next_iteration(priors, state.t + 1)
         E = [to_host(x) - s for x, s in zip(state.S_hat, S)]
         R = [to_host(x) for x in state.R]
         rows.append({"alpha": alpha, "d": d, "seed": seed, "t": state.t,
