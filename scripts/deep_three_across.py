@@ -33,6 +33,7 @@ import itertools
 
 import numpy as np
 
+from aimlib.backend import to_host
 from aimlib.channels import sigma2
 from aimlib.channels.deep_moments import sample_moments
 from aimlib.index_map import IndexMap
@@ -91,7 +92,7 @@ def cross_moments(h, omega, S, S_hat) -> dict:
 def run(d: int, seed: int, eps: float, at) -> list[dict]:
     """The rows of one run (module docstring)."""
     ch, data, S, _, init, init_m = problem(ALPHA, d, seed, eps)
-    index, y, rows = IndexMap(data.X), np.asarray(data.y), []
+    index, y, rows = IndexMap(data.X), to_host(data.y), []
     h = indices(index, S)
 
     def record(state):

@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from aimlib.amp.leave_one_out import left_out_indices
+from aimlib.backend import to_host
 from aimlib.channels import sigma2
 from aimlib.index_map import IndexMap
 from deep_three_fisher import ALPHA, LAYERS, channel_inputs, indices, snapshot
@@ -67,7 +68,7 @@ def run(d: int, seed: int, eps: float, at, steps, samples: int, own_onsager: int
         next_iteration(priors, state.t + 1)
 
     follow(ch, data, S, init, init_m, max(at) - 1, keep, priors)
-    X, y = np.asarray(data.X), np.asarray(data.y)
+    X, y = to_host(data.X), to_host(data.y)
     mus = np.random.default_rng([d, seed]).choice(len(y), samples, replace=False)
     rows = []
     for t in at:

@@ -10,6 +10,7 @@ from aimlib import amp, channels, model
 from aimlib.amp.leave_one_out import left_out_indices, regression
 from aimlib.amp.loop import resume
 from aimlib.amp.problem import make_problem
+from aimlib.backend import to_host
 from aimlib.index_map import IndexMap
 from script_support import import_script, made_by_args
 
@@ -30,7 +31,7 @@ def test_resume_continues_the_loop_to_the_last_digit():
     loop's own estimate ``k`` iterations later exactly (the channel step, prior step and damping are the loop's),
     and it refuses a square channel's problem."""
     ch, data, states = _followed(40, 9)
-    p = make_problem(np.asarray(data.X), np.asarray(data.y), ch, data.priors, None, None, "float64", None, 64.0,
+    p = make_problem(to_host(data.X), to_host(data.y), ch, data.priors, None, None, "float64", None, 64.0,
                      0.5, "both")
     for t0, k in ((2, 7), (5, 3), (8, 1)):
         for a, b in zip(resume(p, states[t0], k), states[t0 + k].S_hat):
@@ -44,7 +45,7 @@ def test_resume_continues_the_loop_to_the_last_digit():
 def test_left_out_indices_refuses_bad_arguments():
     """The sample, the step and the numbers of iterations run again are named with their ranges."""
     ch, data, states = _followed(30, 5)
-    X, y = np.asarray(data.X), np.asarray(data.y)
+    X, y = to_host(data.X), to_host(data.y)
     for kwargs, word in ((dict(mu=len(y), t=5, steps=(1,)), "mu"), (dict(mu=-1, t=5, steps=(1,)), "mu"),
                          (dict(mu=0, t=2, steps=(1,)), "t"), (dict(mu=0, t=5, steps=(4,)), "k"),
                          (dict(mu=0, t=5, steps=(0,)), "k")):
@@ -75,7 +76,7 @@ def test_where_gamp_rie_follows_its_state_evolution_omega_is_the_left_out_index(
     states = {}
     amp.gamp_rie(data.X, data.y, ch, data.priors, S=data.S, stop="prediction", tol=1e-12, max_iter=19,
                  on_max_iter="return", callback=lambda s: states.__setitem__(s.t, fisher.snapshot(s)))
-    index, X, y = IndexMap(data.X), np.asarray(data.X), np.asarray(data.y)
+    index, X, y = IndexMap(data.X), to_host(data.X), to_host(data.y)
     omega, _ = fisher.channel_inputs(index, states[19])
     h = fisher.indices(index, states[19].S_hat)
     rows = []
@@ -116,7 +117,7 @@ def test_the_rows_are_the_made_by_runs():
     index = IndexMap(data.X)
     omega, _ = fisher.channel_inputs(index, states[9])
     h = fisher.indices(index, states[9].S_hat)
-    left = left_out_indices(np.asarray(data.X), np.asarray(data.y), ch, data.priors, mu, states, 10, args.steps)
+    left = left_out_indices(to_host(data.X), to_host(data.y), ch, data.priors, mu, states, 10, args.steps)
     for r in (r for r in rows if (int(r["d"]), int(r["seed"]), int(r["t"]), int(r["mu"])) == (100, 0, 10, mu)):
         again = script.sample_sums(h[mu], omega[mu], left[int(r["k"])])
         assert [float(r[c]) for c in again] == pytest.approx(list(again.values()), rel=1e-8, abs=1e-14)

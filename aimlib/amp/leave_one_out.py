@@ -170,7 +170,7 @@ def left_out_indices(X, y, channel, priors, mu: int, states, t: int, steps, *, d
     dict
         ``k -> h^mu(S_hat^(-mu, k))``, an ``(L, T, T)`` host array per ``k``.
     """
-    X, y = np.asarray(X), np.asarray(y)
+    X, y = to_host(X), to_host(y)
     mu = v.integer("mu", mu, minimum=0, maximum=len(y) - 1)
     t = v.integer("t", t, minimum=3)
     steps = [v.integer("k", k, minimum=1, maximum=t - 2) for k in steps]
