@@ -34,11 +34,10 @@ import itertools
 import numpy as np
 
 from aimlib.backend import to_host
-from aimlib.channels import sigma2
 from aimlib.channels.deep_moments import sample_moments
 from aimlib.index_map import IndexMap
 from aimlib.model import index_covariance
-from deep_three_fisher import ALPHA, LAYERS, channel_inputs, indices, snapshot
+from deep_three_fisher import ALPHA, LAYERS, channel_inputs, indices, pair_entries, snapshot
 from deep_three_gamp import problem
 from deep_three_inputs import follow
 from _rows import command_line, data_parser, write_rows
@@ -75,10 +74,7 @@ def memory_share(mem, F, S_hat) -> np.ndarray:
 def cross_moments(h, omega, S, S_hat) -> dict:
     """The moments across layers (module docstring) of estimates ``omega`` and teachers' indices ``h`` (``(n, L, T,
     T)``), against the fresh token's from the teachers ``S`` and the estimates ``S_hat``."""
-    T = h.shape[-1]
-    iu = np.triu_indices(T)
-    w = 1.0 / sigma2(T)[iu]
-    h, om = h[..., iu[0], iu[1]], omega[..., iu[0], iu[1]]
+    (h, om), w = pair_entries(h, omega)
     mean = np.einsum("nlk,nmk,k->lm", om, om, w) / (len(om) * len(w)), \
         np.einsum("nlk,nmk,k->lm", om, h, w) / (len(om) * len(w))
     out = {}

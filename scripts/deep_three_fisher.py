@@ -53,15 +53,20 @@ COLUMNS = (["alpha", "d", "seed", "t", "match"] + [f"{x}_{l}" for x in PER_LAYER
            + ["corr_12", "corr_13", "corr_23"])
 
 
+def pair_entries(*arrays):
+    """``([x[..., a, b] for a <= b], w)``: the entries ``a <= b`` of index arrays ``(..., T, T)`` on a last axis, and
+    their weights ``w = 1 / Sigma_ab``, over which the moments of these scripts are taken."""
+    T = arrays[0].shape[-1]
+    iu = np.triu_indices(T)
+    return [x[..., iu[0], iu[1]] for x in arrays], 1.0 / sigma2(T)[iu]
+
+
 def residual_law(h, omega, m) -> dict:
     """The law of ``r = h - omega`` that the channel step meets, against the one ``g_out`` assumes (``N(0, m_l
     Sigma)`` per layer, independent of ``omega`` and of the other layers): ``var_l = mean(r_l^2 / Sigma) / m_l``,
     ``slope_l``, the least-squares slope of ``r_l`` on ``omega_l`` (weights ``1 / Sigma``), and ``corr_lk`` of
     ``r_l`` and ``r_k``, over the samples and the entries ``a <= b``."""
-    T = h.shape[-1]
-    iu = np.triu_indices(T)
-    w = 1.0 / sigma2(T)[iu]
-    r, om = (h - omega)[..., iu[0], iu[1]], omega[..., iu[0], iu[1]]
+    (r, om), w = pair_entries(h - omega, omega)
     count = r.shape[0] * r.shape[2]                          # samples times entries a <= b
     cov = np.einsum("nlk,nmk,k->lm", r, r, w) / count
     out = {}

@@ -30,9 +30,8 @@ import numpy as np
 
 from aimlib.amp.leave_one_out import left_out_indices
 from aimlib.backend import to_host
-from aimlib.channels import sigma2
 from aimlib.index_map import IndexMap
-from deep_three_fisher import ALPHA, LAYERS, channel_inputs, indices, snapshot
+from deep_three_fisher import ALPHA, LAYERS, channel_inputs, indices, pair_entries, snapshot
 from deep_three_gamp import problem
 from deep_three_inputs import follow
 from deep_three_trace import next_iteration, own_priors
@@ -46,10 +45,7 @@ COLUMNS = ["alpha", "d", "seed", "t", "k", "mu"] + [f"{x}_{l}" for x in PER_LAYE
 def sample_sums(h, omega, left) -> dict:
     """The columns of one sample (module docstring) from its ``(L, T, T)`` arrays: the index ``h`` of the
     estimates, the channel step's ``omega`` and the left-out index ``left``."""
-    T = h.shape[-1]
-    iu = np.triu_indices(T)
-    w = 1.0 / sigma2(T)[iu]
-    h, om, o = (x[:, iu[0], iu[1]] for x in (h, omega, left))
+    (h, om, o), w = pair_entries(h, omega, left)
     sums = {"err": (om - o) ** 2, "ons": (h - om) ** 2, "loo": (h - o) ** 2, "cross": (h - o) * (h - om)}
     return {f"{x}_{l + 1}": float(np.sum(val[l] * w)) for x, val in sums.items() for l in range(h.shape[0])}
 

@@ -180,6 +180,6 @@ def left_out_indices(X, y, channel, priors, mu: int, states, t: int, steps, *, d
     out = {}
     for k in steps:
         start = states[t - 1 - k]
-        S_hat = resume(p, dataclasses.replace(start, g=np.asarray(to_host(start.g))[keep]), k)
+        S_hat = resume(p, dataclasses.replace(start, g=to_host(start.g)[keep]), k)
         out[k] = to_host(p.xp.stack([p.index.indices(x_mu, S) for S in S_hat], axis=1)[0])
     return out
