@@ -1,7 +1,7 @@
 r"""How an iteration's path at one size maps onto its path at another: delayed, or slowed.
 
 Run an iteration from the same start at two sizes ``d < d'``. If it leaves a fixed point at both,
-two mechanisms tell apart by how the larger size passes the same states.
+two mechanisms can be told apart by how the larger size passes the same states.
 
 * **Delayed.** The fixed point is unstable in the limiting (``d -> infinity``) iteration, along a mode
   of multiplier ``1 + epsilon``. The finite-size fluctuations, of size ``d^{-1/2}``, seed that mode;
