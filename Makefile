@@ -68,11 +68,17 @@ pdf: $(VENV)/.installed
 # CPU stand-in for CuPy (tests/strict_cupy.py): a host/device mix fails as on a GPU. It
 # leaves out the slow tests (Monte Carlo checks and larger runs of code paths that the
 # quick tests, test_device_path.py among them, already take through the stand-in), which
-# the first run has just passed.
+# the first run passes. The two runs share no files and go side by side, one core each
+# (BLAS on one thread in each, so that neither run's threads wait on the other's); the
+# second run's report follows the first's, and `make test` fails if either fails.
 test: $(VENV)/.installed _vendor/.installed
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest
-	AIMLIB_TEST_BACKEND=strict-cupy $(PY) -m pytest -q -m "not slow"
+	@export OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1; log=$$(mktemp); \
+	AIMLIB_TEST_BACKEND=strict-cupy $(PY) -m pytest -q -m "not slow" > $$log 2>&1 & \
+	strict=$$!; echo "$(PY) -m pytest  (AIMLIB_TEST_BACKEND=strict-cupy alongside)"; \
+	$(PY) -m pytest --durations=20; first=$$?; wait $$strict; second=$$?; \
+	echo "AIMLIB_TEST_BACKEND=strict-cupy $(PY) -m pytest -q -m \"not slow\":"; \
+	cat $$log; rm -f $$log; test $$first -eq 0 && test $$second -eq 0
 
 # The playground (book/playground.md) as a live app (book/_ext/app_server.py): jupytext writes
 # the notebook to _build/app (ignored) and Voila serves it on 127.0.0.1 only, offline (the
