@@ -14,6 +14,14 @@
 # model 4 n T d^2 flops per iteration at ~30 TFLOP/s, host draws and hardmax g_out on 16 threads):
 # about 110 s for d = 1000 in stage 1 (d = 1200 needs ~170 s more: it lands only on a fast run),
 # 120, 40, 100 and 35 s for stages 2-5.
+# DRIFT_D="400 600" adds, before stage 1, three-layer GAMP-RIE at alpha = 1 taken to exactly 200
+# iterations (scripts/deep_three_trace.py; book chapter "Three layers: why GAMP-RIE leaves its state
+# evolution", section "The drift across sizes"): one run per size and seed of DRIFT_SEEDS (default
+# 0 1 2), each capped at DRIFT_S = 240 s and written, as it ends, to
+# $RESULTS/deep_three_trace_long_d<d>_s<seed>.csv; the output function runs on HOST_THREADS (16) host
+# threads, the rows those of one.  A d = 300 run took 42 minutes on one CPU core; at d = 150 half of a
+# run's time is that function (its cost grows as d^2, the products' as d^4).  These runs share
+# TOTAL_S with the stages after them, which a second call can run.
 # GPU_EXTRA=1 adds, after these, the unit tests on CuPy (87 s with -n 12 on an H200, TESTS_S),
 # gradient descent at d = 200, GAMP-RIE time per iteration against d (AMP_D) and the minimum-trace
 # ADMM solver against d (MINTRACE_S): raise TOTAL_S.
@@ -23,6 +31,7 @@
 #   bash benchmarks/gpu.sh
 #   RESULTS="$OUT" bash benchmarks/gpu.sh                 # on the lent device: records come back
 #   HARDMAX_D="1000" REGEN_D="4000 5000" bash benchmarks/gpu.sh
+#   DRIFT_D=400 bash benchmarks/gpu.sh                      # the three-layer drift first
 #   VALIDATE_ARGS=--smoke bash benchmarks/gpu.sh          # stages 1-4 at tiny d on NumPy (a dry run)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -51,6 +60,13 @@ p = cupy.cuda.runtime.getDeviceProperties(0)
 print("device:", p["name"].decode(), "| memory GiB:", round(p["totalGlobalMem"] / 2**30, 1),
       "| CuPy", cupy.__version__, "| CUDA runtime", cupy.cuda.runtime.runtimeGetVersion())
 PYEOF
+for d in ${DRIFT_D:-}; do
+    for seed in ${DRIFT_SEEDS:-0 1 2}; do
+        stage "three layers, d = $d, seed $seed, 200 iterations" "${DRIFT_S:-240}" $PY scripts/deep_three_trace.py \
+            --d "$d" --seeds "$seed" --iterations 200 --host-threads "${HOST_THREADS:-16}" \
+            --out "$RESULTS/deep_three_trace_long_d${d}_s${seed}.csv"
+    done
+done
 # shellcheck disable=SC2086
 stage "hardmax alpha = 1" "${HARDMAX_S:-170}" "${validate[@]}" --stage hardmax --hardmax-d ${HARDMAX_D:-1000 1200}
 # shellcheck disable=SC2086

@@ -35,7 +35,7 @@ Host threads.  The library draws regenerated tokens on the host, the chunks of o
 :func:`aimlib.tokens.draw_threads` threads (``--regen-chunk`` samples per read of GAMP-RIE), and
 evaluates the hardmax output functions on the host, where one core would set the pace at these
 sizes; this script splits ``g_out``, a function of each sample alone, over ``--host-threads``
-threads (:func:`threaded_channel`): the numbers are the library's, only the wall time changes.
+threads (:func:`aimlib.channels.threaded.threaded_channel`): the numbers are the library's, only the wall time changes.
 
     python benchmarks/gpu_validate.py --stage hardmax deep       # on the GPU (CuPy)
     python benchmarks/gpu_validate.py --smoke                     # every stage, tiny d, NumPy
@@ -43,7 +43,6 @@ threads (:func:`threaded_channel`): the numbers are the library's, only the wall
 from __future__ import annotations
 
 import argparse
-import copy
 import os
 import resource
 import shlex
@@ -58,15 +57,14 @@ import numpy as np
 from _common import RESULTS, write_record
 
 from aimlib import amp, model, state_evolution
-from aimlib.backend import get_array_module, module_named, to_device, to_host
+from aimlib.backend import get_array_module, module_named, to_host
 from aimlib.channels import make_channel
+from aimlib.channels.threaded import MIN_SPLIT, threaded_channel
 from aimlib.errors import ConvergenceError
 from aimlib.priors import make_priors
 from aimlib.tokens import TokenStream
 
 STAGES = ("hardmax", "deep", "float32", "regenerate")
-#: ``g_out`` calls on fewer samples than this run on the calling thread
-MIN_SPLIT = 4096
 
 
 def sample(args, alpha, d, rho, channel, seed, *, stored=True, dtype=np.float64, teachers=None):
@@ -79,31 +77,6 @@ def sample(args, alpha, d, rho, channel, seed, *, stored=True, dtype=np.float64,
                                 memory_mb=args.data_mb, teachers=teachers,
                                 tokens={"name": "gaussian", "storage": "regenerate"})
     return replace(data, X=data.X.materialise()) if stored else data
-
-
-def threaded_channel(channel, pool, threads: int, min_split: int = MIN_SPLIT):
-    r"""``channel`` with ``g_out`` evaluated on the host in ``threads`` slices of the samples.
-
-    ``g_out(y, omega, V)`` maps each sample ``(y_mu, omega_mu)`` alone, so the slices
-    ``mu in [a_i, a_{i+1})`` concatenated give the same array as one call; calls on fewer
-    than ``min_split`` samples run on the calling thread.
-    """
-    if threads <= 1:
-        return channel
-    base = type(channel)
-
-    def g_out(self, y, omega, V):
-        n = len(omega)
-        if n < min_split:
-            return base.g_out(self, y, omega, V)
-        xp, y, omega = get_array_module(omega), to_host(y), to_host(omega)
-        cuts = np.linspace(0, n, threads + 1).astype(int)
-        parts = [pool.submit(base.g_out, self, y[a:b], omega[a:b], V) for a, b in zip(cuts[:-1], cuts[1:])]
-        return to_device(np.concatenate([to_host(f.result()) for f in parts]), xp)
-
-    out = copy.copy(channel)
-    out.__class__ = type(base.__name__, (base,), {"g_out": g_out})
-    return out
 
 
 def _memory(xp) -> dict:
@@ -129,7 +102,8 @@ def gamp_row(data, channel, args, *, dtype=np.float64, se=None, host_g_out=False
     """One GAMP-RIE run on ``data`` (a :class:`aimlib.model.Dataset`) as a record row.
 
     ``host_g_out`` (a channel whose ``g_out`` runs on the host: hardmax layers) splits it over
-    the host threads (:func:`threaded_channel`); a device ``g_out`` (softmax) stays where it is.
+    the host threads (:func:`~aimlib.channels.threaded.threaded_channel`); a device ``g_out``
+    (softmax) stays where it is.
     ``check=False`` (one teacher only) runs without the teacher, so without GAMP-RIE's final
     consistency check, and measures the error afterwards (a run stopped after a fixed number
     of iterations is timed, not judged).

@@ -17,20 +17,27 @@ exactly ``N`` iterations, past the point where the stopping rule would end the r
 ``deep_three_gamp.py`` at the same ``(alpha, d, seed, eps)``: its rows are the last iterate of these
 (at the default damping).  ``--own-onsager T`` hands the loop, from the prior step of iteration ``T`` on, each RIE's
 own Onsager coefficient at its input (:meth:`~aimlib.priors.Wishart.onsager`, :class:`OwnOnsager`) instead of its
-limit on the state evolution's law, ``mmse(Delta)``; the predictions ``m`` stay ``mmse(Delta)``.  On one core
+limit on the state evolution's law, ``mmse(Delta)``; the predictions ``m`` stay ``mmse(Delta)``.
+``--host-threads N`` evaluates the channel's output function, which runs on the host, in ``N`` slices of the
+samples on as many threads (:func:`~aimlib.channels.threaded.threaded_channel`: the same rows to the last bit,
+only faster; for a GPU, where that function sets the pace, ``benchmarks/gpu.sh`` with ``DRIFT_D``).  On one core
 shared with other work, a run at ``alpha = 1`` took about 30 seconds at ``d = 100``, 6 minutes at ``d = 200`` and 12
 at ``d = 300``; at ``alpha = 1.5`` runs go on for up to 400 iterations, about 10 minutes at ``d = 150``::
 
     python scripts/deep_three_trace.py [--out book/data/deep_three_trace.csv]
         [--d 100 200 ...] [--alpha 1 ...] [--seeds 0 1 2 ...] [--eps 0.1] [--damping 0.5]
-        [--iterations N] [--own-onsager T]
+        [--iterations N] [--own-onsager T] [--host-threads N]
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
+from aimlib import _validate as v
 from aimlib.amp import gamp_rie
 from aimlib.backend import to_host
+from aimlib.channels.threaded import threaded_channel
 from aimlib.errors import ConvergenceError
 from aimlib.model import matrix_overlap
 from aimlib.priors import Centred
@@ -69,10 +76,12 @@ def next_iteration(priors, t: int) -> None:
 
 
 def run(alpha: float, d: int, seed: int, eps: float, damping: float = 0.5, iterations: int | None = None,
-        own_onsager: int | None = None) -> list[dict]:
+        own_onsager: int | None = None, host_threads: int = 1) -> list[dict]:
     """The rows of one run: its errors, predictions, ``e_12`` and its effective noises after every iteration;
     with ``iterations``, exactly that many (no stopping rule); with ``own_onsager``, the RIEs' own Onsager
-    coefficients from that iteration on (:class:`OwnOnsager`)."""
+    coefficients from that iteration on (:class:`OwnOnsager`); the channel's ``g_out`` on ``host_threads``
+    threads (the same rows)."""
+    host_threads = v.integer("host_threads", host_threads, minimum=1)
     rule = {} if iterations is None else dict(stop="prediction", tol=1e-12, max_iter=iterations)
     ch, data, S, centred, init, init_m = problem(alpha, d, seed, eps)
     priors, rows = own_priors(data.priors, own_onsager), []
@@ -89,16 +98,18 @@ def run(alpha: float, d: int, seed: int, eps: float, damping: float = 0.5, itera
                      **noise_overlaps(R, S, centred)})
 
     try:
-        reason = gamp_rie(data.X, data.y, ch, priors, S=S, init=init, init_m=init_m, on_max_iter="return",
-                          callback=record, damping=damping, **({"max_iter": MAX_ITER} | rule)).reason
+        with ThreadPoolExecutor(host_threads) as pool:
+            reason = gamp_rie(data.X, data.y, threaded_channel(ch, pool, host_threads), priors, S=S, init=init,
+                              init_m=init_m, on_max_iter="return", callback=record, damping=damping,
+                              **({"max_iter": MAX_ITER} | rule)).reason
     except ConvergenceError:
         reason = "refused"
     return [r | {"reason": reason} for r in rows]
 
 
 def parser():
-    """The command line: ``--out``, ``--d``, ``--alpha``, ``--seeds``, ``--eps``, ``--damping``, ``--iterations`` and
-    ``--own-onsager``."""
+    """The command line: ``--out``, ``--d``, ``--alpha``, ``--seeds``, ``--eps``, ``--damping``, ``--iterations``,
+    ``--own-onsager`` and ``--host-threads`` (left out of the made-by line: it changes no row)."""
     p = data_parser(__doc__, "deep_three_trace.csv")
     p.add_argument("--d", type=int, nargs="+", default=[100, 200])
     p.add_argument("--alpha", type=float, nargs="+", default=[1.0])
@@ -107,13 +118,14 @@ def parser():
     p.add_argument("--damping", type=float, default=0.5)
     p.add_argument("--iterations", type=int, default=None)
     p.add_argument("--own-onsager", type=int, default=None)
+    p.add_argument("--host-threads", type=int, default=1)
     return p
 
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     rows = (r for d in args.d for a in args.alpha for s in args.seeds
-            for r in run(a, d, s, args.eps, args.damping, args.iterations, args.own_onsager))
+            for r in run(a, d, s, args.eps, args.damping, args.iterations, args.own_onsager, args.host_threads))
     return write_rows(args.out, command(args), COLUMNS, rows)
 
 

@@ -1,10 +1,9 @@
-"""The prepared GPU run (``benchmarks/gpu_validate.py``): its threaded ``g_out`` changes no number, and
+"""The prepared GPU run (``benchmarks/gpu_validate.py``): its data sets are the library's, and
 every stage runs at a tiny size on NumPy and on the strict CuPy stand-in (its ``--smoke`` mode)."""
 from __future__ import annotations
 
 import json
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -24,19 +23,6 @@ def script(monkeypatch):
     import gpu_validate
 
     return gpu_validate
-
-
-@pytest.mark.parametrize("name, params, rho", [("hardmax", {}, 0.5), ("deep-hardmax", {"c": 0.5}, (0.5, 0.5))])
-def test_threaded_g_out_is_the_channels(script, name, params, rho):
-    ch = make_channel(name, **params)
-    data = model.sample_dataset(1.0, 12, 2, rho, ch, seed=3, backend="numpy")   # g_out runs on the host
-    V = 0.2 if ch.n_indices == 1 else (0.2, 0.3)
-    omega = 0.8 * np.asarray(data.h)
-    with ThreadPoolExecutor(3) as pool:
-        threaded = script.threaded_channel(ch, pool, 3, min_split=10)
-        got = threaded.g_out(data.y, omega, V)
-    assert type(threaded).__name__ == type(ch).__name__
-    np.testing.assert_array_equal(got, ch.g_out(data.y, omega, V))
 
 
 def test_sample_draws_the_librarys_regenerated_data_set(script):

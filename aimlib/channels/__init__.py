@@ -22,10 +22,12 @@ One module per channel, each holding both (book chapter in brackets):
 * :mod:`~aimlib.channels.untied_softmax` -- row-wise softmax of untied indices (square ``S``, two
   sectors: the symmetric and antisymmetric parts) (beyond the solvable model);
 * :mod:`~aimlib.channels.registry` -- channels by name (:func:`make_channel`);
+* :mod:`~aimlib.channels.threaded` -- any channel with its host-side ``g_out`` split over threads
+  (the same numbers; :func:`~aimlib.channels.threaded.threaded_channel`);
 * :mod:`~aimlib.channels.check` -- the contract check any new channel runs (:func:`check_channel`).
 """
 from . import (base, check, deep_hardmax, deep_histories, deep_moments, deep_patterns, hardmax, heads, linear,
-               registry, softmax, softmax_noisy, untied_softmax)
+               registry, softmax, softmax_noisy, threaded, untied_softmax)
 from .base import Channel, fisher_mc, sample_indices, sample_se_measure, sigma2
 from .check import check_channel
 from .deep_hardmax import DeepAttention
@@ -43,4 +45,4 @@ __all__ = ["Channel", "Softmax", "NoisySoftmax", "Hardmax", "Linear", "DeepAtten
            "row_softmax", "softmax_k", "sigma2", "sample_indices", "sample_se_measure", "fisher_mc",
            "base", "linear", "softmax", "softmax_noisy", "hardmax", "deep_hardmax", "deep_histories", "deep_moments",
            "deep_patterns", "heads",
-           "registry", "untied_softmax", "check"]
+           "registry", "threaded", "untied_softmax", "check"]
