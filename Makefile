@@ -64,21 +64,32 @@ pdf: $(VENV)/.installed
 	@test -f $(BUILD)/html/index.html || $(MAKE) book PYTHON=$(PYTHON)
 	$(PY) book/_ext/book_pdf.py --html $(BUILD)/html --out $(BUILD)/aim-book.pdf
 
-# The second run repeats the library's tests with every array aimlib creates on the strict
-# CPU stand-in for CuPy (tests/strict_cupy.py): a host/device mix fails as on a GPU. It
-# leaves out the slow tests (Monte Carlo checks and larger runs of code paths that the
-# quick tests, test_device_path.py among them, already take through the stand-in), which
-# the first run passes. The two runs share no files and go side by side, one core each
-# (BLAS on one thread in each, so that neither run's threads wait on the other's); the
-# second run's report follows the first's, and `make test` fails if either fails.
+# The book's tests: the strict build of every chapter, the browser over the built HTML, the
+# playground app and live mode (they share _build).
+BOOK_TESTS := tests/test_book.py tests/test_browser.py tests/test_app.py tests/test_live.py
+
+# `make test` runs the linter, then three pytest runs side by side on the machine's cores
+# (BLAS on one thread in each, so that no run's threads wait on another's), with their
+# reports one after the other and a failure if any fails:
+#   - every test but the book's, listing its 20 slowest;
+#   - the book's tests (BOOK_TESTS);
+#   - the library's tests again with every array aimlib creates on the strict CPU stand-in
+#     for CuPy (tests/strict_cupy.py): a host/device mix fails as on a GPU. It leaves out
+#     the slow tests (Monte Carlo checks and larger runs of code paths that the quick tests,
+#     test_device_path.py among them, already take through the stand-in), which the first
+#     run passes.
+# Together they are every test on NumPy, and the quick ones on the stand-in.
 test: $(VENV)/.installed _vendor/.installed
 	$(VENV)/bin/ruff check .
-	@export OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1; log=$$(mktemp); \
-	AIMLIB_TEST_BACKEND=strict-cupy $(PY) -m pytest -q -m "not slow" > $$log 2>&1 & \
-	strict=$$!; echo "$(PY) -m pytest  (AIMLIB_TEST_BACKEND=strict-cupy alongside)"; \
-	$(PY) -m pytest --durations=20; first=$$?; wait $$strict; second=$$?; \
-	echo "AIMLIB_TEST_BACKEND=strict-cupy $(PY) -m pytest -q -m \"not slow\":"; \
-	cat $$log; rm -f $$log; test $$first -eq 0 && test $$second -eq 0
+	@export OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1; logs=$$(mktemp -d); \
+	$(PY) -m pytest --durations=10 $(BOOK_TESTS) > $$logs/book 2>&1 & book=$$!; \
+	AIMLIB_TEST_BACKEND=strict-cupy $(PY) -m pytest -q -m "not slow" > $$logs/strict 2>&1 & \
+	strict=$$!; echo "$(PY) -m pytest  (the book's tests and the strict stand-in's run alongside)"; \
+	$(PY) -m pytest --durations=20 $(BOOK_TESTS:%=--ignore=%); first=$$?; \
+	wait $$book; second=$$?; wait $$strict; third=$$?; \
+	echo "$(PY) -m pytest $(BOOK_TESTS):"; cat $$logs/book; \
+	echo "AIMLIB_TEST_BACKEND=strict-cupy $(PY) -m pytest -q -m \"not slow\":"; cat $$logs/strict; \
+	rm -rf $$logs; test $$first -eq 0 && test $$second -eq 0 && test $$third -eq 0
 
 # The playground (book/playground.md) as a live app (book/_ext/app_server.py): jupytext writes
 # the notebook to _build/app (ignored) and Voila serves it on 127.0.0.1 only, offline (the
