@@ -60,6 +60,17 @@ def test_the_larger_sizes_cross_each_level_later_by_a_growing_time():
     assert sorted(first_crossing(T, r["noise_1"], 1.2, start=10) for r in long_runs(300)) == [103, 129, 148]
 
 
+def test_single_runs_climb_more_slowly_at_200_than_at_100():
+    """No average stretches a single run: from its first crossing of nu_1 = 1.1 to that of 1.2 a run takes 14, 21,
+    24 iterations at d = 100, 44, 51, 92 at 200 and 58, 78, 78 at 300; every run at 200 climbs slower than every run
+    at 100, and those at 300 lie within the spread at 200."""
+    climb = {d: sorted(first_crossing(T, r["noise_1"], 1.2, start=10) - first_crossing(T, r["noise_1"], 1.1, start=10)
+                       for r in long_runs(d)) for d in (100, 200, 300)}
+    assert climb == {100: [14, 21, 24], 200: [44, 51, 92], 300: [58, 78, 78]}
+    assert max(climb[100]) * 1.8 < min(climb[200])
+    assert min(climb[200]) <= min(climb[300]) and max(climb[300]) <= max(climb[200])
+
+
 def test_from_100_to_200_a_slowed_clock_fits_the_path_better_than_a_delay():
     """nu_1, nu_2, layer 1's error and m_2: the clock (2.15 to 2.71) fits within 0.0072, 1.4 to 8.5 times closer than
     the best delay, from both window starts; the best delay grows with the start (by 15 or more) while the clock
