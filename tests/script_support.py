@@ -82,10 +82,10 @@ def rows_at(rows, d: int, t: int) -> dict:
 
 
 def three_layer_traces() -> dict:
-    """The rows of the three-layer traces at alpha = 1 (``deep_three_trace.csv`` and ``_d300.csv``) by ``(d, seed,
-    t)``: the runs that the scripts following them rebuild."""
+    """The rows of the three-layer traces at alpha = 1 (``deep_three_trace.csv``, ``_d300.csv`` and ``_d400.csv``) by
+    ``(d, seed, t)``: the runs that the scripts following them rebuild."""
     traces = {}
-    for name in ("deep_three_trace.csv", "deep_three_trace_d300.csv"):
+    for name in ("deep_three_trace.csv", "deep_three_trace_d300.csv", "deep_three_trace_d400.csv"):
         for r in committed(name)[1]:
             if float(r["alpha"]) == 1.0:
                 traces[int(r["d"]), int(r["seed"]), int(r["t"])] = r

@@ -1,5 +1,5 @@
 """Three-layer GAMP-RIE's path across sizes (``book/data/deep_three_trace_long*.csv``, 200 iterations at alpha = 1):
-the d = 300 runs are their stopped runs taken further, and the chapter's finding ("Three layers: why GAMP-RIE leaves
+the d = 300 and 400 runs are their stopped runs taken further, and the chapter's finding ("Three layers: why GAMP-RIE leaves
 its state evolution", section "The drift across sizes")."""
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 
 from aimlib.path_scaling import first_crossing, fit_path
-from test_deep_three_trace import LONG, LONG_300, NAMES, at_alpha_1
+from test_deep_three_trace import LONG, LONG_300, LONG_400, NAMES, at_alpha_1
 
 T = np.arange(1, 201)
 GRIDS = {"clock": np.arange(0.5, 4, 0.005), "delay": np.arange(-40, 150, 0.25)}
 
 
 def long_runs(d: int) -> list[dict]:
-    return at_alpha_1(LONG_300 if d == 300 else LONG, d)
+    return at_alpha_1({300: LONG_300, 400: LONG_400}.get(d, LONG), d)
 
 
 @functools.cache
@@ -31,11 +31,12 @@ def fits(x: str, small: int, big: int, start: int, path=None) -> dict:
                         end=160, reference_start=10) for k, g in GRIDS.items()}
 
 
-def test_the_d300_runs_are_their_stopped_runs_taken_to_200_iterations():
-    """Three data sets at d = 300: 200 rows each, the first ones the stopped runs' of ``deep_three_trace_d300.csv``
-    (the same data set, start and algorithm), within 5e-13 (the two files ran on different BLAS threads); the
-    final check refuses both states."""
-    stopped, taken = at_alpha_1(NAMES[1], 300), long_runs(300)
+@pytest.mark.parametrize("d", [300, 400])
+def test_the_runs_at_300_and_400_are_their_stopped_runs_taken_to_200_iterations(d):
+    """Three data sets at d = 300 and 400: 200 rows each, the first ones the stopped runs' of
+    ``deep_three_trace_d300.csv`` and ``_d400.csv`` (the same data set, start and algorithm), within 5e-13 (the d = 300
+    files ran on different BLAS threads); the final check refuses every state."""
+    stopped, taken = at_alpha_1(NAMES[{300: 1, 400: 2}[d]], d), long_runs(d)
     assert len(stopped) == len(taken) == 3 and [len(r["t"]) for r in taken] == [200] * 3
     for short, long in zip(stopped, taken):
         n = len(short["t"])

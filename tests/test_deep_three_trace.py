@@ -10,8 +10,9 @@ from script_support import committed, import_script, made_by_args
 
 #: the runs at GAMP-RIE's defaults, each ended by its stopping rule
 NAMES = ["deep_three_trace.csv", "deep_three_trace_d300.csv", "deep_three_trace_d400.csv", "deep_three_trace_a1.5.csv"]
-#: the same runs at alpha = 1 with damping 0.8 (d = 200), and for exactly 200 iterations (d = 100, 200; 300)
-DAMPED, LONG, LONG_300 = "deep_three_trace_damped.csv", "deep_three_trace_long.csv", "deep_three_trace_long_d300.csv"
+#: the same runs at alpha = 1 with damping 0.8 (d = 200), and for exactly 200 iterations (d = 100, 200; 300; 400)
+DAMPED, LONG = "deep_three_trace_damped.csv", "deep_three_trace_long.csv"
+LONG_300, LONG_400 = "deep_three_trace_long_d300.csv", "deep_three_trace_long_d400.csv"
 #: the same runs for exactly 80 iterations with the RIEs' own Onsager coefficients from iteration 10 (d = 100, 200)
 OWN = "deep_three_trace_own.csv"
 
@@ -35,7 +36,7 @@ def paths_at(alpha: float):
     return state, found
 
 
-@pytest.mark.parametrize("name", NAMES + [DAMPED, LONG, LONG_300, OWN])
+@pytest.mark.parametrize("name", NAMES + [DAMPED, LONG, LONG_300, LONG_400, OWN])
 def test_the_rows_are_every_iteration_of_the_runs_the_made_by_line_names(name):
     """Exactly the (alpha, d, seed) of the made-by command (read by the script's own parser and rebuilt from it);
     each run's rows are its iterations 1, 2, ... in order (all ``--iterations`` of them where it is given), with
