@@ -20,6 +20,11 @@ def long_runs(d: int) -> list[dict]:
     return at_alpha_1({300: LONG_300, 400: LONG_400}.get(d, LONG), d)
 
 
+def crossing(run: dict, level: float) -> float | None:
+    """The first iteration from the 10th at which a single run's nu_1 exceeds ``level`` (the chapter's reading)."""
+    return first_crossing(T, run["noise_1"], level, start=10)
+
+
 @functools.cache
 def mean_path(d: int, x: str):
     """The mean over the data sets at ``d`` of column ``x`` (read once per pair)."""
@@ -58,23 +63,22 @@ def test_the_larger_sizes_cross_each_level_later_by_a_growing_time():
     assert cross == {100: [17, 22, 29, 42, 67], 200: [31, 44, 68, 115, 172], 300: [36, 55, 83, 130, None],
                      400: [56, 75, 100, 152, None]}
     assert sorted(np.subtract(cross[400][:4], cross[300][:4])) == [17, 20, 20, 22]
-    assert sorted(first_crossing(T, r["noise_1"], 1.2, start=10) for r in long_runs(400)) == [139, 165]
-    assert sorted(first_crossing(T, r["noise_1"], 1.1, start=10) for r in long_runs(400)) == [71, 75]
-    assert max(first_crossing(T, r["noise_1"], 1.1, start=10) for r in long_runs(300)) == 70
+    assert sorted(crossing(r, 1.2) for r in long_runs(400)) == [139, 165]
+    assert sorted(crossing(r, 1.1) for r in long_runs(400)) == [71, 75]
+    assert max(crossing(r, 1.1) for r in long_runs(300)) == 70
     ratio = np.divide(cross[200], cross[100])
     assert 1.8 <= ratio.min() and ratio.max() <= 2.75
     assert np.diff(np.subtract(cross[200], cross[100])).min() > 0
     assert sorted(np.subtract(cross[300][:4], cross[200][:4])) == [5, 11, 15, 15]
-    assert sorted(first_crossing(T, r["noise_1"], 1.2, start=10) for r in long_runs(200)) == [76, 99, 146]
-    assert sorted(first_crossing(T, r["noise_1"], 1.2, start=10) for r in long_runs(300)) == [103, 129, 148]
+    assert sorted(crossing(r, 1.2) for r in long_runs(200)) == [76, 99, 146]
+    assert sorted(crossing(r, 1.2) for r in long_runs(300)) == [103, 129, 148]
 
 
 def test_single_runs_climb_more_slowly_at_200_than_at_100():
     """No average stretches a single run: from its first crossing of nu_1 = 1.1 to that of 1.2 a run takes 14, 21,
     24 iterations at d = 100, 44, 51, 92 at 200, 58, 78, 78 at 300 and 68, 90 at 400; every run at 200 climbs slower
     than every run at 100, and those at 300 lie within the spread at 200."""
-    climb = {d: sorted(first_crossing(T, r["noise_1"], 1.2, start=10) - first_crossing(T, r["noise_1"], 1.1, start=10)
-                       for r in long_runs(d)) for d in (100, 200, 300, 400)}
+    climb = {d: sorted(crossing(r, 1.2) - crossing(r, 1.1) for r in long_runs(d)) for d in (100, 200, 300, 400)}
     assert climb == {100: [14, 21, 24], 200: [44, 51, 92], 300: [58, 78, 78], 400: [68, 90]}
     assert max(climb[100]) * 1.8 < min(climb[200])
     assert min(climb[200]) <= min(climb[300]) and max(climb[300]) <= max(climb[200])

@@ -4,6 +4,8 @@ the columns of ``scripts/deep_three_inputs.py`` on inputs of known law, the file
 chapter's findings."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -12,6 +14,12 @@ from script_support import by_run, committed, import_script, made_by_args, rows_
 NAMES = ("deep_three_inputs.csv", "deep_three_inputs_d400.csv")
 #: the rungs of the chapter's ladder, each keeping more of the input than the last
 LADDER = ("pred", "law", "sized", "synth", "rotated", "fresh")
+
+
+@functools.cache
+def all_rows() -> list[dict]:
+    """The rows of both committed files (d = 100 to 300, and 400), read once."""
+    return [r for name in NAMES for r in committed(name)[1]]
 
 
 @pytest.mark.parametrize("scale", [0.0, -0.25])
@@ -83,7 +91,7 @@ def test_the_denoisers_lose_what_they_lose_on_any_input_of_that_size_scale_and_s
     0.001); layer 1's scale s_1 lies between -0.17 and -0.08 and costs 0.025 to 0.041, more at d = 300 and 400 than
     at 200 (every run at 400 at s_1 <= -0.085, costing 0.026 or more), layer 2's under 0.01; layer 2's spectral
     part falls with d, from 0.13 at 100 to 0.010 at 400, layer 1's is under 0.03."""
-    rows = [r for name in NAMES for r in committed(name)[1]]
+    rows = all_rows()
     spectral, scale_1 = [], []
     for d in (100, 200, 300, 400):
         early, late = rows_at(rows, d, 10), rows_at(rows, d, 40)
@@ -122,7 +130,7 @@ def test_layer_1s_lost_scale_keeps_the_iterations_clock_while_the_noise_comes_la
     """The chapter's table (means of three data sets): from d = 200 to 400, s_1 at each of the 10th, 20th and 30th
     iterations is at least as far below zero at the larger size (-0.05 to -0.07 at the 20th, -0.07 to -0.09 at the
     30th), while nu_1 - 1 at the 20th and 30th is lower at each larger size (0.050, 0.027, -0.011 at the 30th)."""
-    rows = [r for name in NAMES for r in committed(name)[1]]
+    rows = all_rows()
     mean = {(d, t, x): rows_at(rows, d, t)[x].mean() for d in (200, 300, 400) for t in (10, 20, 30)
             for x in ("self_1", "noise_1")}
     for t in (10, 20, 30):
