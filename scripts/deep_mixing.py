@@ -24,7 +24,7 @@ import numpy as np
 
 from aimlib import state_evolution as se
 from aimlib.channels import DeepAttention
-from aimlib.channels.deep_moments import response_moments
+from aimlib.channels.deep_moments import response_moments, teacher_parts
 from aimlib.priors import Wishart
 from _rows import DATA, data_parser, write_rows
 
@@ -46,18 +46,17 @@ def rows(alpha: float, n: int, seed: int):
     ch, priors = DeepAttention(C), (Wishart(RHO), Wishart(RHO))
     fp = se.fixed_point(alpha, ch, T=T, rho=priors, tol=1e-10)
     Q0 = tuple(a + b for a, b in zip(fp.q, fp.mmse))
-    known = [(q - RHO) / (top - RHO) for q, top in zip(fp.q, Q0)]
     crosses = {"first_order": se.cross_overlap(alpha, fp.q, fp.mmse, ch, priors).q_12,
                "runs": runs_cross(alpha)}
     for source, cross in crosses.items():
         m = response_moments(ch, fp.q, Q0, shared=RHO, cross=cross, n=n, seed=seed)
+        parts = teacher_parts(m.mixing, m.memory, fp.q, Q0, RHO)
         yield {"alpha": alpha, "source": source, "cross": cross, "n": n, "seed": seed,
                "mix_12": m.mixing[0, 1], "mix_12_se": m.se["mixing"][0, 1],
                "mix_21": m.mixing[1, 0], "mix_21_se": m.se["mixing"][1, 0],
                "mem_12": m.memory[0, 1], "mem_12_se": m.se["memory"][0, 1],
                "mem_21": m.memory[1, 0], "mem_21_se": m.se["memory"][1, 0],
-               "a_12": m.mixing[0, 1] + m.memory[0, 1] * known[1],
-               "a_21": m.mixing[1, 0] + m.memory[1, 0] * known[0]}
+               "a_12": parts[0, 1], "a_21": parts[1, 0]}
 
 
 def main(argv=None) -> int:

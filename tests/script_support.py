@@ -55,11 +55,12 @@ def made_by_args(script_name: str, name: str):
     return commands[0], rows
 
 
-def assert_first_order_row(row: dict, ch, priors, tol: float = 2e-4) -> None:
+def assert_first_order_row(row: dict, ch, priors, tol: float = 2e-4, diagonal: bool = False) -> None:
     """A committed row of ``scripts/deep_cross_se.py`` (first-order prior side, ``L`` layers): it starts at the
     separable fixed point (``sep_mmse_l`` and its first-order ``sep_e_12``), and it is a fixed point of its own
-    noises and mixing, each layer's error its prior's at ``delta_l`` and ``e_12`` the first order there
-    (:func:`~aimlib.priors.correlated.cross_residual`), within ``tol``."""
+    noises and mixing, each layer's error its prior's at ``delta_l`` (with ``diagonal``, layers 1 and 2's at
+    ``delta_l / mix_ll^2``) and ``e_12`` the first order there (:func:`~aimlib.priors.correlated.cross_residual`),
+    within ``tol``."""
     from aimlib import state_evolution as se
     from aimlib.priors.correlated import cross_residual
 
@@ -68,7 +69,8 @@ def assert_first_order_row(row: dict, ch, priors, tol: float = 2e-4) -> None:
     assert np.allclose([x[f"sep_mmse_{ell}"] for ell in layers], fp.mmse, atol=1e-9)
     assert x["sep_e_12"] == pytest.approx(se.cross_overlap(x["alpha"], fp.q, fp.mmse, ch, priors).q_12, abs=1e-12)
     deltas = [x[f"delta_{ell}"] for ell in layers]
-    mmse = [p.mmse(dl) for p, dl in zip(priors, deltas)]
+    scale = [x[f"mix_{ell}{ell}"] if diagonal and ell < 3 else 1.0 for ell in layers]
+    mmse = [p.mmse(dl / a**2) for p, dl, a in zip(priors, deltas, scale)]
     assert np.allclose([x[f"mmse_{ell}"] for ell in layers], mmse, atol=tol)
     assert x["e_12"] == pytest.approx(cross_residual(mmse[:2], deltas[:2], x["kappa"], (x["mix_12"], x["mix_21"])),
                                       abs=tol)

@@ -31,7 +31,7 @@ import numpy as np
 from .. import _validate as v
 from .base import sample_indices, sigma2
 
-__all__ = ["residual_law", "draw_law", "response_moments", "sample_moments", "ResponseMoments"]
+__all__ = ["residual_law", "draw_law", "response_moments", "sample_moments", "teacher_parts", "ResponseMoments"]
 
 #: index entries ``a <= b`` of a ``2 x 2`` index matrix, and their weights ``Sigma_ab``
 _IU = np.triu_indices(2)
@@ -193,3 +193,20 @@ def response_moments(ch, q, Q0, *, shared=0.0, cross: float = 0.0, n: int = 200_
         parts.update(Lambda=Lam, memory=np.eye(L) + np.linalg.solve(F, Lam))
     se = {k: x.std(axis=0, ddof=1) / np.sqrt(batches) for k, x in parts.items() if x is not None}
     return ResponseMoments(*(None if x is None else x.mean(axis=0) for x in parts.values()), se=se)
+
+
+def teacher_parts(mixing, memory, q, Q0, shared=0.0) -> np.ndarray:
+    r"""``P``: the part of layer ``k``'s centred teacher ``C_k`` in layer ``l``'s input, beyond ``C_l`` itself,
+
+    .. math::  P_{lk} = (F^{-1}\Gamma)_{lk} + (I + F^{-1}\Lambda)_{lk}\,\frac{q_k - s_k}{Q_{0,k} - s_k}
+               - \delta_{lk},
+
+    since the centred part of the estimate ``S_hat_k`` overlaps ``C_k`` by ``q_k - s_k`` (book, chapter
+    "Correlated layers", equation ``deep-eq-mixing``).  Off the diagonal ``a_12 = P_12``, ``a_21 = P_21``; on it
+    the teacher's scale ``s_l = P_ll`` in ``R_l = (1 + s_l) C_l + ...`` (zero where the law is the one ``g_out``
+    assumes: mixing ``I``, memory ``0``).  ``mixing`` and ``memory`` are ``(L, L)``
+    (:class:`ResponseMoments`), ``q``, ``Q0`` and ``shared`` as :func:`response_moments` takes them.
+    """
+    q, Q0 = np.asarray(q, dtype=float), np.asarray(Q0, dtype=float)
+    known = (q - shared) / (Q0 - shared)
+    return np.asarray(mixing) + np.asarray(memory) * known[None, :] - np.eye(len(q))

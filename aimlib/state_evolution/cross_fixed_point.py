@@ -23,7 +23,8 @@ of the other layer's centred teacher ``C_k`` in ``R_l``.  The state is ``(q_1, q
 
    ``q_l = Q0_l - mmse_l``.  The memory ``(I + F^{-1}Lambda)_lk`` carries the other layer's centred
    estimate, orthogonal to its residual, and adds nothing at this order; the diagonal of the mixing
-   (one up to ``O(e_12)``) is kept at one and reported.  To all orders, with the whole mixing ``A`` and
+   (one up to ``O(e_12)``) is kept at one and reported (``first_order_prior(..., diagonal=True)`` feeds it back,
+   ``mmse_l(Delta_l / A_ll^2)``).  To all orders, with the whole mixing ``A`` and
    memory ``B``: :func:`measured_prior`, two RIEs measured at size ``d`` on fixed instances.
 
 Three layers with centred teachers (book, chapter "Correlated layers", section "Three layers"): the flip of
@@ -134,11 +135,20 @@ def separable_side(channel, shared, T: int = 2):
     return side
 
 
-def first_order_prior(priors):
-    """The prior side to first order (module docstring, step 2): a function
-    ``(deltas, kappa, at) -> (mmse_1, mmse_2, e_12)``, ``at`` the :class:`ChannelSide`."""
+def first_order_prior(priors, diagonal: bool = False):
+    r"""The prior side to first order (module docstring, step 2): a function
+    ``(deltas, kappa, at) -> (mmse_1, mmse_2, e_12)``, ``at`` the :class:`ChannelSide`.
+
+    With ``diagonal`` the mixing's diagonal is fed back too: ``R_l = A_ll S_l + sqrt(Delta_l) Z_l`` holds what
+    the noise ``Delta_l / A_ll^2`` holds, and an RIE tuned to ``Delta_l`` is ``O(A_ll - 1)`` from that posterior
+    mean, so its error is ``mmse_l(Delta_l / A_ll^2)`` up to ``O((A_ll - 1)^2)`` (book, chapter "Correlated
+    layers", section "The prior side to all orders"); ``e_12`` is then the first order at those errors.
+    """
     def prior(deltas, kappa, at: ChannelSide):
-        mmse = [p.mmse(x) for p, x in zip(priors, deltas)]
+        scale = np.diag(at.mixing)[:len(deltas)] if diagonal else np.ones(len(deltas))
+        if np.any(scale <= 0):
+            raise ValueError(f"the mixing's diagonal must be positive to be fed back, got {scale}")
+        mmse = [p.mmse(x / a ** 2) for p, x, a in zip(priors, deltas, scale)]
         return np.array([*mmse, cross_residual(mmse, deltas, kappa, (at.mixing[0, 1], at.mixing[1, 0]))])
     return prior
 
