@@ -70,10 +70,10 @@ def row(alpha: float, seed: int, n: int, prior: str = "first", measured=(600, ra
     fp = se.fixed_point(alpha, ch, T=T, rho=priors, tol=1e-12)
     first = se.cross_overlap(alpha, fp.q, fp.mmse, ch, priors).q_12
     side = monte_carlo_side(ch, (s,) * layers, n=n, seed=seed, memory=prior == "measured")
-    sides = {"first": None, "diagonal": first_order_prior(priors, diagonal=True),
-             "measured": measured_prior(priors[:2], *measured) if prior == "measured" else None}
+    prior_side = (first_order_prior(priors, diagonal=True) if prior == "diagonal"
+                  else measured_prior(priors[:2], *measured) if prior == "measured" else None)
     iteration = dict(setup["iteration"], **({"damping": DIAGONAL_DAMPING} if prior == "diagonal" else {}))
-    x = cross_fixed_point(alpha, ch, priors, (*fp.mmse, first), side=side, prior=sides[prior], **iteration)
+    x = cross_fixed_point(alpha, ch, priors, (*fp.mmse, first), side=side, prior=prior_side, **iteration)
     Q0 = tuple(q + m for q, m in zip(x.q, x.mmse))
     mem = x.memory if x.memory is not None else response_moments(ch, x.q, Q0, shared=s, cross=x.e_12, n=n,
                                                                   seed=seed).memory

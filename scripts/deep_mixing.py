@@ -18,15 +18,13 @@ row on one core at the default ``n``::
 """
 from __future__ import annotations
 
-import csv
-
 import numpy as np
 
 from aimlib import state_evolution as se
 from aimlib.channels import DeepAttention
 from aimlib.channels.deep_moments import response_moments, teacher_parts
 from aimlib.priors import Wishart
-from _rows import DATA, data_parser, write_rows
+from _rows import DATA, data_parser, read_rows, write_rows
 
 COMMAND = "python scripts/deep_mixing.py"
 C, RHO, T = 0.5, 0.5, 2
@@ -36,9 +34,7 @@ COLUMNS = ["alpha", "source", "cross", "mix_12", "mix_12_se", "mix_21", "mix_21_
 
 def runs_cross(alpha: float) -> float:
     """The mean ``e_12`` of the GAMP-RIE runs at ``alpha`` (``book/data/deep_cross_overlap.csv``)."""
-    with open(DATA / "deep_cross_overlap.csv", newline="") as fh:
-        rows = [r for r in csv.DictReader(line for line in fh if not line.startswith("#"))
-                if float(r["alpha"]) == alpha]
+    rows = [r for r in read_rows(DATA / "deep_cross_overlap.csv") if float(r["alpha"]) == alpha]
     return float(np.mean([float(r["e_12"]) for r in rows]))
 
 

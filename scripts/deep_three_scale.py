@@ -23,14 +23,13 @@ Standard errors from ten batches.  About 80 seconds per ``fixed_point`` row and 
 """
 from __future__ import annotations
 
-import csv
 import sys
 
 import numpy as np
 
 from aimlib.channels import DeepAttention
 from aimlib.channels.deep_moments import response_moments, teacher_parts
-from _rows import DATA, command_line, data_parser, write_rows
+from _rows import DATA, command_line, data_parser, read_rows, write_rows
 
 COMMAND = "python scripts/deep_three_scale.py"
 C, ALPHA, Q0 = 0.5, 1.0, 1.0
@@ -42,8 +41,7 @@ COLUMNS = ["kind", "d", "t", "seed", "n", "m_1", "m_2", "m_3", "cross", "mix_11"
 
 def read(name: str) -> list[dict]:
     """The rows of ``book/data/<name>.csv``."""
-    with open(DATA / f"{name}.csv", newline="") as fh:
-        return list(csv.DictReader(line for line in fh if not line.startswith("#")))
+    return read_rows(DATA / f"{name}.csv")
 
 
 def response_row(m, cross: float, n: int, seed: int, memory: bool = False) -> dict:

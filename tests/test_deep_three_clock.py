@@ -43,8 +43,7 @@ def test_the_runs_at_300_and_400_are_their_stopped_runs_taken_to_200_iterations(
     ``deep_three_trace_d300.csv`` and ``_d400.csv`` (the same data set, start and algorithm), within 5e-13 (the d = 300
     files ran on different BLAS threads); the final check refuses every state."""
     stopped, taken = at_alpha_1(NAMES[{300: 1, 400: 2}[d]], d), long_runs(d)
-    assert len(stopped) == 3 and len(taken) == 3                       # seeds 0, 1 and 2 of the stopped runs
-    assert [len(r["t"]) for r in taken] == [200] * len(taken)
+    assert len(stopped) == len(taken) == 3 and [len(r["t"]) for r in taken] == [200] * 3
     for short, long in zip(stopped, taken):
         n = len(short["t"])
         assert n >= 50 and long["reason"] == "refused"
@@ -125,13 +124,16 @@ def test_from_200_to_300_the_path_hardly_changes():
     assert last[300] == pytest.approx([1.2350, 1.2355, 1.2583], abs=1e-4)
 
 
+def pair_means(d: int, x: str = "noise_1") -> list:
+    """Column ``x`` averaged over each two of the three data sets at ``d``."""
+    return [np.mean([r[x] for r in pick], axis=0) for pick in itertools.combinations(long_runs(d), 2)]
+
+
 def subset_clocks(small: int, big: int, x: str = "noise_1") -> list[float]:
     """The clock fitted to ``big``'s mean path against ``small``'s (both window starts) with any two of the three data
-    sets standing for each size."""
-    def means(d):
-        return [np.mean([r[x] for r in pick], axis=0) for pick in itertools.combinations(long_runs(d), 2)]
+    sets standing for each size (:func:`pair_means`)."""
     return [fit_path(T, a, T, b, "clock", GRIDS["clock"], start=s, end=160, reference_start=10).value
-            for a in means(small) for b in means(big) for s in (80, 120)]
+            for a in pair_means(small, x) for b in pair_means(big, x) for s in (80, 120)]
 
 
 def test_from_200_to_400_the_runs_slow_again_by_less_per_doubling():
@@ -149,8 +151,9 @@ def test_from_200_to_400_the_runs_slow_again_by_less_per_doubling():
             f = fits(x, 300, 400, start)
             assert 1.045 <= f["clock"].value <= 1.405 and 6.5 <= f["delay"].value <= 37.25
             assert max(f["clock"].rms, f["delay"].rms) < 0.0040
-    assert [fits("noise_1", 300, 400, s)["clock"].value for s in (80, 120)] == pytest.approx([1.125, 1.115])
-    assert [fits("noise_1", 300, 400, s)["delay"].value for s in (80, 120)] == pytest.approx([13.5, 14.25])
+    nu_1 = [fits("noise_1", 300, 400, s) for s in (80, 120)]
+    assert [f["clock"].value for f in nu_1] == pytest.approx([1.125, 1.115])
+    assert [f["delay"].value for f in nu_1] == pytest.approx([13.5, 14.25])
     for start in (80, 120):
         once, before = fits("noise_1", 200, 400, start), fits("noise_1", 100, 200, start)
         assert 1.25 <= once["clock"].value <= 1.34 and before["clock"].value > 2.1
@@ -161,8 +164,7 @@ def test_from_200_to_400_the_runs_slow_again_by_less_per_doubling():
         assert rate[0] - 0.005 <= min(per_doubling) and max(per_doubling) <= rate[1] + 0.005
     early = [first_crossing(T, mean_path(d, "noise_1"), 1.05, start=10) for d in (100, 200, 400)]
     assert np.divide(early[1:], early[:2]) == pytest.approx([1.82, 1.68], abs=0.005)
-    pairs = {d: [first_crossing(T, np.mean([r["noise_1"] for r in pick], axis=0), 1.05, start=10)
-                 for pick in itertools.combinations(long_runs(d), 2)] for d in (100, 200, 400)}
+    pairs = {d: [first_crossing(T, path, 1.05, start=10) for path in pair_means(d)] for d in (100, 200, 400)}
     ratios = [[b / a for a in pairs[small] for b in pairs[big]] for small, big in ((100, 200), (200, 400))]
     assert [x for r in ratios for x in (min(r), max(r))] == pytest.approx([1.56, 2.19, 1.34, 2.00], abs=0.005)
     assert sorted(r["noise_1"][-1] for r in long_runs(400)) == pytest.approx([1.2219, 1.2333, 1.2424], abs=1e-4)

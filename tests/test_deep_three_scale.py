@@ -36,22 +36,33 @@ def column(rows, key: str) -> np.ndarray:
     return np.array([float(r[key]) for r in rows])
 
 
+@functools.cache
+def first_order_at_1() -> tuple:
+    """The alpha = 1 rows of ``deep_three_cross_se.csv`` (the first-order fixed points), read once."""
+    return tuple(r for r in committed("deep_three_cross_se.csv")[1] if float(r["alpha"]) == 1.0)
+
+
 def se_fixed_point() -> tuple:
     """``(mmse_1, mmse_2, mmse_3), e_12``: the means of the alpha = 1 rows of ``deep_three_cross_se.csv``."""
-    rows = [r for r in committed("deep_three_cross_se.csv")[1] if float(r["alpha"]) == 1.0]
+    rows = first_order_at_1()
     return tuple(column(rows, f"mmse_{k}").mean() for k in (1, 2, 3)), column(rows, "e_12").mean()
 
 
 def test_teacher_parts_in_closed_form():
     """Mixing ``I`` and memory ``0`` (the Nishimori identities) leave no part; otherwise ``P = A + B diag(known) - I``
-    with ``known_k = (q_k - s_k)/(Q0_k - s_k)``, by hand."""
+    with ``known_k = (q_k - s_k)/(Q0_k - s_k)``, by hand; matrices of the wrong size, or ``Q0`` at the known part,
+    are refused by name."""
     q, Q0 = (0.6, 0.9, 0.3), (1.5, 1.5, 1.0)
     assert np.allclose(teacher_parts(np.eye(3), np.zeros((3, 3)), q, Q0, 0.5), 0.0)
     A, B = np.array([[0.95, 0.02], [0.17, 1.01]]), np.array([[-0.01, 0.3], [-0.2, -0.05]])
     P = teacher_parts(A, B, (0.6, 0.9), (1.5, 1.5), 0.5)
-    known = np.array([0.1, 0.4]) / 1.0
+    known = np.array([0.1, 0.4])                        # (q - 0.5) / (1.5 - 0.5)
     assert P == pytest.approx(A + B * known[None, :] - np.eye(2), abs=1e-15)
     assert P[0, 0] == pytest.approx(-0.05 - 0.001) and P[0, 1] == pytest.approx(0.02 + 0.3 * 0.4)
+    with pytest.raises(ValueError, match="must be 2 x 2"):
+        teacher_parts(np.eye(3), B, (0.6, 0.9), (1.5, 1.5), 0.5)
+    with pytest.raises(ValueError, match="must lie above the known parts"):
+        teacher_parts(A, B, (0.6, 0.9), (1.5, 0.5), 0.5)
 
 
 def test_the_two_layer_parts_are_the_committed_a_12_and_a_21():
@@ -203,7 +214,7 @@ def test_the_prior_side_to_all_orders_measures_the_closed_form_cost():
     diagonal alone says, ``mmse_1(Delta_1 / A_11^2) - mmse_1(Delta_1)`` (0.017), within 0.003."""
     from aimlib.state_evolution.cross_fixed_point import measured_shifts
 
-    rows = [r for r in committed("deep_three_cross_se.csv")[1] if float(r["alpha"]) == 1.0]
+    rows = first_order_at_1()
     A, B = (np.array([[column(rows, f"{x}_{l}{k}").mean() for k in (1, 2)] for l in (1, 2)]) for x in ("mix", "mem"))
     deltas = (column(rows, "delta_1").mean(), column(rows, "delta_2").mean())
     shift, _ = measured_shifts(CENTRED[:2], deltas, column(rows, "kappa").mean(), A, B, 600, range(8))

@@ -206,7 +206,19 @@ def teacher_parts(mixing, memory, q, Q0, shared=0.0) -> np.ndarray:
     the teacher's scale ``s_l = P_ll`` in ``R_l = (1 + s_l) C_l + ...`` (zero where the law is the one ``g_out``
     assumes: mixing ``I``, memory ``0``).  ``mixing`` and ``memory`` are ``(L, L)``
     (:class:`ResponseMoments`), ``q``, ``Q0`` and ``shared`` as :func:`response_moments` takes them.
+
+    Raises
+    ------
+    ValueError
+        ``mixing`` or ``memory`` not ``(L, L)`` for the ``L`` layers of ``q``, or ``Q0`` not above ``shared``.
     """
     q, Q0 = np.asarray(q, dtype=float), np.asarray(Q0, dtype=float)
+    mixing, memory = np.asarray(mixing, dtype=float), np.asarray(memory, dtype=float)
+    L = len(q)
+    if mixing.shape != (L, L) or memory.shape != (L, L) or Q0.shape != (L,):
+        raise ValueError(f"teacher_parts: mixing and memory must be {L} x {L} and Q0 hold {L} values for the {L} "
+                         f"layers of q, got {mixing.shape}, {memory.shape} and {Q0.shape}")
+    if np.any(Q0 <= shared):
+        raise ValueError(f"teacher_parts: Q0 = {Q0} must lie above the known parts shared = {shared}")
     known = (q - shared) / (Q0 - shared)
-    return np.asarray(mixing) + np.asarray(memory) * known[None, :] - np.eye(len(q))
+    return mixing + memory * known[None, :] - np.eye(L)
