@@ -103,6 +103,18 @@ def test_the_scratch_space_is_private_and_leaves_no_import_path_behind():
     assert not [e for e in sys.path if e.startswith(str(scratch))]
 
 
+def test_the_local_workers_stop_their_heartbeats_before_the_cluster_closes():
+    """``dask_client``'s exit stops each local worker's heartbeats first (``cluster._stop_heartbeat``): a heartbeat
+    caught by the shutdown would log a traceback to the standard error of a clean run (seen under load)."""
+    with cluster.dask_client("local", 1, 1) as client:
+        def beating(dask_worker):
+            return dask_worker.periodic_callbacks["heartbeat"].is_running()
+        assert list(client.run(beating).values()) == [True]
+        client.run(cluster._stop_heartbeat)
+        assert list(client.run(beating).values()) == [False]
+        assert list(client.run(lambda dask_worker: dask_worker.rpc.active).values()) == [0]
+
+
 # ---------------------------------------------------------------------------
 # finding 2: a scheduler at an address
 # ---------------------------------------------------------------------------

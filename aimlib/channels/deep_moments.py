@@ -21,6 +21,10 @@ memory ``0``; their off-diagonal entries at ``e_12 != 0`` put a part of the othe
 teacher into each input.  ``Gamma`` is estimated by Stein's identity,
 ``E[dg/dh] = E[g (K^{-1}(h - M omega))/Sigma]``; ``Lambda`` by central differences of ``g_out``
 in ``omega`` at fixed outputs.
+
+Along a run nothing need be assumed of the law: :func:`input_teacher_parts` reads the teachers' parts in the
+inputs off a channel step's own outputs and indices, and :func:`index_moments` with :func:`draw_gaussian` keeps
+that step's law to its second moments.
 """
 from __future__ import annotations
 
@@ -31,7 +35,8 @@ import numpy as np
 from .. import _validate as v
 from .base import sample_indices, sigma2
 
-__all__ = ["residual_law", "draw_law", "response_moments", "sample_moments", "teacher_parts", "ResponseMoments"]
+__all__ = ["residual_law", "draw_law", "response_moments", "sample_moments", "teacher_parts", "ResponseMoments",
+           "index_moments", "draw_gaussian", "input_teacher_parts"]
 
 #: index entries ``a <= b`` of a ``2 x 2`` index matrix, and their weights ``Sigma_ab``
 _IU = np.triu_indices(2)
@@ -222,3 +227,66 @@ def teacher_parts(mixing, memory, q, Q0, shared=0.0) -> np.ndarray:
         raise ValueError(f"teacher_parts: Q0 = {Q0} must lie above the known parts shared = {shared}")
     known = (q - shared) / (Q0 - shared)
     return mixing + memory * known[None, :] - np.eye(L)
+
+
+def index_moments(h, omega) -> np.ndarray:
+    r"""The ``2L x 2L`` second moments of ``x = (h_1, ..., h_L, omega_1, ..., omega_L)`` per unit of ``Sigma``.
+
+    For indices ``x_ab ~ N(0, Sigma_ab C)`` (``a <= b``, ``T = 2``) each entry estimates ``C``;
+    ``C = (1/3) sum_{a<=b} mean_n(x_ab x_ab^T) / Sigma_ab``.  ``h`` and ``omega`` are ``(n, L, 2, 2)``: a
+    GAMP-RIE run's teacher indices and its estimates (what :meth:`~aimlib.channels.DeepAttention.g_out`
+    is given), or draws of a law.  Its ``(l, L + k)`` entry is ``Cov(h_l, omega_k)``, the estimates'
+    overlap as the channel sees it, and its lower right block their norms.
+    """
+    h, omega = np.asarray(h, dtype=float), np.asarray(omega, dtype=float)
+    if h.shape != omega.shape or h.ndim != 4 or h.shape[2:] != (2, 2):
+        raise ValueError(f"index_moments: h and omega must both be (n, L, 2, 2), got {h.shape} and {omega.shape}")
+    x = np.concatenate([h, omega], axis=1)[..., _IU[0], _IU[1]]
+    return np.einsum("nik,njk,k->ij", x, x, 1 / _SIGMA) / (3 * x.shape[0])
+
+
+def draw_gaussian(cov, n: int, rng) -> tuple:
+    r"""``n`` draws ``(omega, h)`` of indices jointly Gaussian with second moments ``Sigma_ab cov`` per entry.
+
+    ``cov`` is ``2L x 2L`` in the order of :func:`index_moments`; ``x = cov^{1/2} z`` with ``2L`` independent
+    draws ``z`` of :func:`~aimlib.channels.base.sample_indices` from ``rng``.  A ``cov`` that is not symmetric
+    positive definite gets a ``ValueError`` naming it.
+    """
+    cov = np.asarray(cov, dtype=float)
+    if cov.ndim != 2 or cov.shape[0] != cov.shape[1] or cov.shape[0] % 2 or not np.allclose(cov, cov.T):
+        raise ValueError(f"cov must be a symmetric 2L x 2L matrix (indices, then estimates), got shape {cov.shape}")
+    try:
+        chol = np.linalg.cholesky(cov)
+    except np.linalg.LinAlgError:
+        raise ValueError(f"cov must be positive definite (a law of the indices and the estimates); its least "
+                         f"eigenvalue is {np.linalg.eigvalsh(cov).min():.3g}") from None
+    z = np.stack([sample_indices(n, 2, 1.0, rng) for _ in range(cov.shape[0])], axis=1)
+    x = np.einsum("ij,njab->niab", chol, z)
+    L = cov.shape[0] // 2
+    return x[:, L:], x[:, :L]
+
+
+def input_teacher_parts(g, h, overlap, Q0) -> np.ndarray:
+    r"""``P``: the part of centred teacher ``C_k`` in layer ``l``'s input, from a channel step's outputs directly,
+
+    .. math::  P_{lk} = \frac{\hat O_{lk} + (F^{-1} T)_{lk}}{Q_{0,k}} - \delta_{lk},\qquad
+               F_{ll'} = 2\sum_{a\le b}\Sigma_{ab}\,\overline{g_{l,ab}\,g_{l',ab}},\quad
+               T_{lk} = 2\sum_{a\le b}\overline{g_{l,ab}\,h_{k,ab}},
+
+    means over the samples.  Why: ``R_l = S_hat_l + sum_l' (F_hat^{-1})_{ll'} B_l'`` and the adjoint of the
+    indices gives ``(1/d) Tr(B_l' C_k) = alpha T_l'k`` with ``F_hat = alpha F``, so ``(1/d) Tr(R_l C_k) = O_lk +
+    (F^{-1} T)_{lk}`` exactly, whatever the law of ``(h, omega)``.  ``g`` are the outputs the backward pass
+    uses (damped or not) and ``h`` the teachers' centred indices, both ``(n, L, 2, 2)``; ``overlap`` is ``O_lk =
+    (1/d) Tr(S_hat_l C_k)`` and ``Q0_k = (1/d) Tr(C_k^2)``.  Where ``(h, omega)`` is Gaussian, Stein's identity
+    turns ``T_lk`` into ``Q0_k Gamma_lk + sum_j Lambda_lj Cov(omega_j, h_k)``, and where moreover ``O = Cov(omega,
+    h)`` is diagonal, ``P`` into :func:`teacher_parts`; here nothing is assumed of the law, so on a run's own
+    samples this is the run's own teacher scale (a test checks it to 1e-9).
+    """
+    g, h = np.asarray(g, dtype=float), np.asarray(h, dtype=float)
+    if g.shape != h.shape or g.ndim != 4 or g.shape[2:] != (2, 2):
+        raise ValueError(f"input_teacher_parts: g and h must both be (n, L, 2, 2), got {g.shape} and {h.shape}")
+    gk = g[None, ..., _IU[0], _IU[1]]
+    F = _weighted_mean(gk, gk)[0]
+    T = 2 * np.einsum("nlk,nmk->lm", gk[0], h[..., _IU[0], _IU[1]]) / g.shape[0]
+    parts = np.asarray(overlap, dtype=float) + np.linalg.solve(F, T)
+    return parts / np.asarray(Q0, dtype=float)[None, :] - np.eye(g.shape[1])

@@ -1,0 +1,125 @@
+"""Three-layer GAMP-RIE: the teacher's scale in layer 1's input, from the channel step's own samples.
+
+Writes ``book/data/deep_three_law.csv``: the runs of ``scripts/deep_three_trace.py`` at ``alpha = 1`` (same data
+sets, start ``eps``, damping 0.5 on the estimates and the messages), followed for ``--iterations`` iterations.  At
+each iteration ``t`` of ``--at``, one row per run with the teacher's scale ``P_ll`` in layer ``l``'s input (``R_l =
+(1 + P_ll) C_l + ...``; ``C_l`` the centred teacher) by four routes, each keeping more of the run
+(:func:`aimlib.channels.deep_moments.input_teacher_parts`, exact for whatever samples it is given):
+
+* ``run_l``: the run's own step, its damped messages ``g``; equal to ``self_l``, the part of ``R_l - S_l`` along
+  ``C_l`` read off the input itself (book chapter "Three layers", ``scripts/deep_three_inputs.py``), to rounding;
+* ``fresh_l``: the same samples with the step's undamped messages ``g_out(y, omega, V)``;
+* ``gauss_l``: ``--draws`` indices drawn jointly Gaussian with the second moments of the run's ``(h, omega)``
+  (:func:`~aimlib.channels.deep_moments.index_moments`, :func:`~aimlib.channels.deep_moments.draw_gaussian`),
+  the same ``V`` (a draw from ``default_rng([seed, t])``): the run with its indices' law kept to second order.
+
+With them the channel's second moments per unit ``Sigma``: ``ovl_l = Cov(h_l, omega_l)``, ``norm_l =
+Var(omega_l)``, ``cross = Cov(omega_1, omega_2)``, ``cross_h = Cov(h_1, omega_2) + Cov(h_2, omega_1)``, the
+estimate's matrix overlap ``shat_l = (1/d) Tr(S_hat_l C_l)`` and ``V_l`` given to ``g_out``.  About 1.5, 5 and 14
+minutes per run at ``d = 200``, ``300``, ``400`` on one core::
+
+    python scripts/deep_three_law.py [--out book/data/deep_three_law.csv] [--d 200 300 400]
+        [--seeds 0 1 2] [--eps 0.1] [--iterations 40] [--at 10 20 30 40] [--draws 400000]
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from aimlib.backend import to_host
+from aimlib.channels import DeepAttention
+from aimlib.channels.deep_moments import draw_gaussian, index_moments, input_teacher_parts
+from aimlib.model import attention_indices, matrix_overlap
+from deep_three_gamp import problem
+from deep_three_inputs import follow, made_by, runs_parser
+from _rows import write_rows
+
+COMMAND = "python scripts/deep_three_law.py"
+ALPHA = 1.0
+ROUTES = ("self", "run", "fresh", "gauss")
+COLUMNS = (["alpha", "d", "seed", "t"] + [f"{r}_{k}" for r in ROUTES for k in (1, 2)]
+           + [f"{x}_{k}" for x in ("ovl", "norm", "shat", "V") for k in (1, 2, 3)] + ["cross", "cross_h"])
+
+
+class Recording(DeepAttention):
+    """The layered channel, keeping the estimates ``omega``, variances and outputs of each ``g_out`` call since
+    :meth:`clear` (a channel step's chunks, in the samples' order)."""
+
+    def clear(self):
+        self.seen = []
+
+    def g_out(self, y, omega, V):
+        g = super().g_out(y, omega, V)
+        self.seen.append((np.array(omega), V, np.array(g)))
+        return g
+
+    def step(self, n: int):
+        """``(omega, V, g)`` of the last ``n`` samples seen: one channel step's."""
+        omega, g = (np.concatenate([s[k] for s in self.seen])[-n:] for k in (0, 2))
+        return omega, self.seen[-1][1], g
+
+
+def law_row(ch, h, step, S_hat, centred, Q0, draws: int, rng) -> dict:
+    """The routes ``fresh``, ``gauss`` and the second moments of one channel step (module docstring)."""
+    omega, V, g = step
+    O = np.array([[matrix_overlap(s, c) for c in centred] for s in S_hat])
+    cov = index_moments(h, omega)
+    om, hh = draw_gaussian(cov, draws, rng)
+    parts = {"fresh": input_teacher_parts(g, h, O, Q0),
+             "gauss": input_teacher_parts(ch.g_out(ch(hh, seed=rng), om, V), hh, O, Q0)}
+    return ({f"{r}_{k + 1}": p[k, k] for r, p in parts.items() for k in (0, 1)}
+            | {f"ovl_{k + 1}": cov[k, 3 + k] for k in range(3)} | {f"norm_{k + 1}": cov[3 + k, 3 + k] for k in range(3)}
+            | {f"shat_{k + 1}": O[k, k] for k in range(3)} | {f"V_{k + 1}": float(V[k]) for k in range(3)}
+            | {"cross": cov[3, 4], "cross_h": cov[0, 4] + cov[1, 3]})
+
+
+def run(d: int, seed: int, eps: float, iterations: int, at=(10, 20, 30, 40), draws: int = 400_000) -> list[dict]:
+    """The rows of one run at ``alpha = 1``, at the iterations ``at``."""
+    ch, data, S, centred, init, init_m = problem(ALPHA, d, seed, eps)
+    rec = Recording(ch.c, layers=3)
+    h = to_host(attention_indices(data.X, np.stack(centred)))
+    Q0 = [matrix_overlap(c, c) for c in centred]
+    rows, before = [], {"S_hat": [to_host(x) for x in init]}
+    rec.clear()
+
+    def record(state):
+        if state.t in at:
+            self = [matrix_overlap(to_host(state.R[k]) - S[k], centred[k]) / Q0[k] for k in (0, 1)]
+            own = input_teacher_parts(to_host(state.g), h, np.array([[matrix_overlap(s, c) for c in centred]
+                                                                      for s in before["S_hat"]]), Q0)
+            rows.append({"alpha": ALPHA, "d": d, "seed": seed, "t": state.t,
+                         **{f"self_{k + 1}": self[k] for k in (0, 1)}, **{f"run_{k + 1}": own[k, k] for k in (0, 1)},
+                         **law_row(rec, h, rec.step(len(h)), before["S_hat"], centred, Q0, draws,
+                                   np.random.default_rng([seed, state.t]))})
+        before["S_hat"] = [to_host(x) for x in state.S_hat]
+        rec.clear()
+
+    follow(rec, data, S, init, init_m, iterations, record)
+    return rows
+
+
+def parser():
+    """The command line (:func:`deep_three_inputs.runs_parser`, with ``--d 200 300 400``), ``--at`` and ``--draws``."""
+    p = runs_parser(__doc__, "deep_three_law.csv")
+    p.set_defaults(d=[200, 300, 400])
+    p.add_argument("--at", type=int, nargs="+", default=[10, 20, 30, 40])
+    p.add_argument("--draws", type=int, default=400_000)
+    return p
+
+
+def command(args) -> str:
+    """The ``# made by:`` command."""
+    return made_by(COMMAND, parser, args) + "".join(
+        f" --{k} " + " ".join(str(x) for x in np.atleast_1d(getattr(args, k)))
+        for k in ("at", "draws") if getattr(args, k) != parser().get_default(k))
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    rows = (r for d in args.d for s in args.seeds for r in run(d, s, args.eps, args.iterations, args.at, args.draws))
+    return write_rows(args.out, command(args), COLUMNS, rows)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
