@@ -82,7 +82,8 @@ def test_the_teacher_scale_read_off_the_outputs_is_steins(cross):
     """``input_teacher_parts`` (``(O + F^{-1} T)/Q0 - I`` from ``g`` and ``h`` alone) against ``teacher_parts`` of
     the mixing and memory (Stein's identity and differences of ``g_out``) under the law with a cross term, each
     at its own draws: within four combined standard errors; at ``cross = 0`` both are zero (Nishimori).  Its Monte
-    Carlo error at 10^6 draws, near the runs' states, is under 0.0045 (the drift chapter: about 0.003)."""
+    Carlo error at 10^6 draws, near the runs' states, is under 0.006 (0.003 to 0.004 from ten batches of 10^5 at three
+    states; the drift chapter: about 0.004, and 8 batches estimate it within about 30 %)."""
     ch, q = DeepAttention(0.5, layers=3), (0.15, 0.1, 0.4)
     Q0 = (1.0,) * 3
     r = response_moments(ch, q, Q0, cross=cross, n=100_000, seed=6)
@@ -94,7 +95,7 @@ def test_the_teacher_scale_read_off_the_outputs_is_steins(cross):
         g = ch.g_out(ch(h, seed=rng), omega, tuple(1 - x for x in q))
         batches.append(input_teacher_parts(g, h, np.diag(q), Q0))
     direct, se = np.mean(batches, axis=0), np.std(batches, axis=0, ddof=1) / np.sqrt(len(batches))
-    assert se[0, 0] * np.sqrt(len(batches) * 25_000 / 10**6) < 0.0045     # 10^6 draws (the chapter's): about 0.003
+    assert se[0, 0] * np.sqrt(len(batches) * 25_000 / 10**6) < 0.006      # 10^6 draws (the chapter's): about 0.004
     bound = 4 * np.sqrt(se ** 2 + r.se["mixing"] ** 2 + (r.se["memory"] * np.array(q)) ** 2) + 2e-3
     assert np.all(np.abs(direct - stein) < bound), (direct, stein, bound)
     if cross == 0:
