@@ -15,11 +15,11 @@ each iteration ``t`` of ``--at``, one row per run with the teacher's scale ``P_l
 
 With them the channel's second moments per unit ``Sigma``: ``ovl_l = Cov(h_l, omega_l)``, ``norm_l =
 Var(omega_l)``, ``cross = Cov(omega_1, omega_2)``, ``cross_h = Cov(h_1, omega_2) + Cov(h_2, omega_1)``, the
-estimate's matrix overlap ``shat_l = (1/d) Tr(S_hat_l C_l)`` and ``V_l`` given to ``g_out``.  About 1.5, 5 and 14
-minutes per run at ``d = 200``, ``300``, ``400`` on one core::
+estimate's matrix overlap ``shat_l = (1/d) Tr(S_hat_l C_l)`` and ``V_l`` given to ``g_out``.  About 4, 8 and 20
+minutes per run at ``d = 200``, ``300``, ``400`` on one core (each seed may run as its own process)::
 
     python scripts/deep_three_law.py [--out book/data/deep_three_law.csv] [--d 200 300 400]
-        [--seeds 0 1 2] [--eps 0.1] [--iterations 40] [--at 10 20 30 40] [--draws 400000]
+        [--seeds 0 1 2] [--eps 0.1] [--iterations 40] [--at 10 20 30 40] [--draws 1000000]
 """
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def law_row(ch, h, step, S_hat, centred, Q0, draws: int, rng) -> dict:
             | {"cross": cov[3, 4], "cross_h": cov[0, 4] + cov[1, 3]})
 
 
-def run(d: int, seed: int, eps: float, iterations: int, at=(10, 20, 30, 40), draws: int = 400_000) -> list[dict]:
+def run(d: int, seed: int, eps: float, iterations: int, at=(10, 20, 30, 40), draws: int = 1_000_000) -> list[dict]:
     """The rows of one run at ``alpha = 1``, at the iterations ``at``."""
     ch, data, S, centred, init, init_m = problem(ALPHA, d, seed, eps)
     rec = Recording(ch.c, layers=3)
@@ -104,7 +104,7 @@ def parser():
     p = runs_parser(__doc__, "deep_three_law.csv")
     p.set_defaults(d=[200, 300, 400])
     p.add_argument("--at", type=int, nargs="+", default=[10, 20, 30, 40])
-    p.add_argument("--draws", type=int, default=400_000)
+    p.add_argument("--draws", type=int, default=1_000_000)
     return p
 
 

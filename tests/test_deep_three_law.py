@@ -1,6 +1,7 @@
 """The teacher's scale in three-layer GAMP-RIE's inputs, from its channel step's own samples
 (``scripts/deep_three_law.py``, ``book/data/deep_three_law.csv``; chapter "Three layers: why GAMP-RIE leaves its
-state evolution", section "Where the lost scale comes from"): the exact route on a run, and the findings."""
+state evolution", section "What the denoisers make of their inputs", where the lost scale comes from): the exact
+route on a run, and the findings."""
 from __future__ import annotations
 
 import functools
@@ -9,6 +10,8 @@ import numpy as np
 import pytest
 
 from script_support import committed, import_script, made_by_args, rows_at
+
+SIZES, ITERATIONS = (200, 300, 400), (10, 20, 30, 40)
 
 
 def test_the_outputs_route_is_the_runs_own_input_exactly():
@@ -25,8 +28,6 @@ def test_the_outputs_route_is_the_runs_own_input_exactly():
             assert np.isfinite(r[f"gauss_{k}"])
         assert r["ovl_1"] > 0 and r["cross"] ** 2 < r["norm_1"] * r["norm_2"]     # a covariance
 
-
-SIZES, ITERATIONS = (200, 300, 400), (10, 20, 30, 40)
 
 
 @functools.cache
@@ -87,7 +88,7 @@ def test_kept_to_its_second_moments_the_step_gives_the_lost_scale_at_iteration_4
     assert np.allclose(within, [-0.47, -0.65, -0.83, -0.95], atol=0.005)
 
 
-def test_beyond_its_second_moments_the_step_loses_more_early_and_more_at_400():
+def test_beyond_its_second_moments_the_step_loses_more_early_in_the_run():
     """The second finding: undamped minus Gaussian is negative in every run at iterations 10 and 20 at d = 300 and
     400 (and 30 at 400), its means at iteration 20 are -0.007, -0.020, -0.034, the runs at 400 -0.037 to -0.028;
     d = 300 against 400 at iterations 10 to 30, two-sample t (pooled variance) -3.5 to -4.2; at iteration 40 it spans
