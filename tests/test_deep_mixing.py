@@ -69,6 +69,8 @@ def test_the_indices_second_moments_come_back_from_their_draws():
     cov = A @ A.T / 6 + 0.2 * np.eye(6)
     omega, h = draw_gaussian(cov, 60_000, rng)
     assert np.allclose(index_moments(h, omega), cov, atol=0.03 * np.sqrt(np.outer(np.diag(cov), np.diag(cov))).max())
+    by_seed = index_moments(*draw_gaussian(cov, 60_000, 8)[::-1])       # a seed: one Generator for all the draws
+    assert np.allclose(by_seed, cov, atol=0.03 * np.diag(cov).max())
     q, e = (0.3, 0.4, 0.5), -0.05
     omega, h, _, _ = draw_law(np.array(q), np.ones(3), np.zeros(3), e, 3, 60_000, rng)
     law = np.eye(6)

@@ -249,10 +249,10 @@ def draw_gaussian(cov, n: int, rng) -> tuple:
     r"""``n`` draws ``(omega, h)`` of indices jointly Gaussian with second moments ``Sigma_ab cov`` per entry.
 
     ``cov`` is ``2L x 2L`` in the order of :func:`index_moments`; ``x = cov^{1/2} z`` with ``2L`` independent
-    draws ``z`` of :func:`~aimlib.channels.base.sample_indices` from ``rng``.  A ``cov`` that is not symmetric
-    positive definite gets a ``ValueError`` naming it.
+    draws ``z`` of :func:`~aimlib.channels.base.sample_indices` from ``rng`` (a seed or a Generator).  A ``cov``
+    that is not symmetric positive definite gets a ``ValueError`` naming it.
     """
-    cov = np.asarray(cov, dtype=float)
+    cov, rng = np.asarray(cov, dtype=float), v.generator(rng)
     if cov.ndim != 2 or cov.shape[0] != cov.shape[1] or cov.shape[0] % 2 or not np.allclose(cov, cov.T):
         raise ValueError(f"cov must be a symmetric 2L x 2L matrix (indices, then estimates), got shape {cov.shape}")
     try:
