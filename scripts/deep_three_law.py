@@ -51,7 +51,7 @@ class Recording(DeepAttention):
 
     def g_out(self, y, omega, V):
         g = super().g_out(y, omega, V)
-        self.seen.append((np.array(omega), V, np.array(g)))
+        self.seen.append((to_host(omega), V, to_host(g)))
         return g
 
     def step(self, n: int):
