@@ -92,7 +92,7 @@ def test_beyond_its_second_moments_the_step_loses_more_early_in_the_run():
     """The second finding: undamped minus Gaussian is negative in every run at iterations 10 and 20 at d = 300 and
     400 (and 30 at 400), its means at iteration 20 are -0.007, -0.020, -0.034, the runs at 400 -0.037 to -0.028;
     d = 300 against 400 at iterations 10 to 30, two-sample t (pooled variance) -3.5 to -4.2; at iteration 40 it spans
-    -0.027 to +0.055 over the nine runs; the means over the iterations at 300 and 400 behind the chapter's "taken later"."""
+    -0.027 to +0.055 over the nine runs; the means over the iterations at 300 and 400 behind "taken later"."""
     gap = {(d, t): at(d, t)["fresh_1"] - at(d, t)["gauss_1"] for d in SIZES for t in ITERATIONS}
     assert all(np.all(gap[d, t] < 0) for d in (300, 400) for t in (10, 20)) and np.all(gap[400, 30] < 0)
     assert np.allclose([gap[d, 20].mean() for d in SIZES], [-0.007, -0.020, -0.034], atol=0.0015)
