@@ -32,8 +32,8 @@ from aimlib.channels import DeepAttention
 from aimlib.channels.deep_moments import draw_gaussian, index_moments, input_teacher_parts
 from aimlib.model import attention_indices, matrix_overlap
 from deep_three_gamp import problem
-from deep_three_inputs import follow, made_by, runs_parser
-from _rows import write_rows
+from deep_three_inputs import follow, runs_parser
+from _rows import command_line, write_rows
 
 COMMAND = "python scripts/deep_three_law.py"
 ALPHA = 1.0
@@ -60,10 +60,10 @@ class Recording(DeepAttention):
         return omega, self.seen[-1][1], g
 
 
-def law_row(ch, h, step, S_hat, centred, Q0, draws: int, rng) -> dict:
-    """The routes ``fresh``, ``gauss`` and the second moments of one channel step (module docstring)."""
+def law_row(ch, h, step, O, Q0, draws: int, rng) -> dict:
+    """The routes ``fresh``, ``gauss`` and the second moments of one channel step (module docstring); ``O`` the
+    overlaps ``(1/d) Tr(S_hat_l C_k)`` of the estimates that step used."""
     omega, V, g = step
-    O = np.array([[matrix_overlap(s, c) for c in centred] for s in S_hat])
     cov = index_moments(h, omega)
     om, hh = draw_gaussian(cov, draws, rng)
     parts = {"fresh": input_teacher_parts(g, h, O, Q0),
@@ -85,13 +85,12 @@ def run(d: int, seed: int, eps: float, iterations: int, at=(10, 20, 30, 40), dra
 
     def record(state):
         if state.t in at:
-            self = [matrix_overlap(to_host(state.R[k]) - S[k], centred[k]) / Q0[k] for k in (0, 1)]
-            own = input_teacher_parts(to_host(state.g), h, np.array([[matrix_overlap(s, c) for c in centred]
-                                                                      for s in before["S_hat"]]), Q0)
+            scale = [matrix_overlap(to_host(state.R[k]) - S[k], centred[k]) / Q0[k] for k in (0, 1)]
+            O = np.array([[matrix_overlap(s, c) for c in centred] for s in before["S_hat"]])
+            own = input_teacher_parts(to_host(state.g), h, O, Q0)
             rows.append({"alpha": ALPHA, "d": d, "seed": seed, "t": state.t,
-                         **{f"self_{k + 1}": self[k] for k in (0, 1)}, **{f"run_{k + 1}": own[k, k] for k in (0, 1)},
-                         **law_row(rec, h, rec.step(len(h)), before["S_hat"], centred, Q0, draws,
-                                   np.random.default_rng([seed, state.t]))})
+                         **{f"self_{k + 1}": scale[k] for k in (0, 1)}, **{f"run_{k + 1}": own[k, k] for k in (0, 1)},
+                         **law_row(rec, h, rec.step(len(h)), O, Q0, draws, np.random.default_rng([seed, state.t]))})
         before["S_hat"] = [to_host(x) for x in state.S_hat]
         rec.clear()
 
@@ -109,10 +108,8 @@ def parser():
 
 
 def command(args) -> str:
-    """The ``# made by:`` command."""
-    return made_by(COMMAND, parser, args) + "".join(
-        f" --{k} " + " ".join(str(x) for x in np.atleast_1d(getattr(args, k)))
-        for k in ("at", "draws") if getattr(args, k) != parser().get_default(k))
+    """The ``# made by:`` command: the options that differ from their defaults."""
+    return command_line(COMMAND, parser(), args, ("d", "seeds", "eps", "iterations", "out", "at", "draws"))
 
 
 def main(argv=None) -> int:
