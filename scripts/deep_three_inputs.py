@@ -104,10 +104,12 @@ def runs_parser(doc: str, name: str):
     return p
 
 
-def write_runs(script, argv=None) -> int:
-    """``script``'s ``main``: its ``run`` over ``--d`` and ``--seeds``, written with its ``COLUMNS``, made-by line."""
+def write_runs(script, argv=None, options=()) -> int:
+    """``script``'s ``main``: its ``run`` over ``--d`` and ``--seeds``, written with its ``COLUMNS``, made-by line;
+    the script's own ``options`` (names of its command line's values) go to ``run`` as keywords."""
     args = script.parser().parse_args(argv)
-    rows = (r for d in args.d for s in args.seeds for r in script.run(d, s, args.eps, args.iterations))
+    extra = {name: getattr(args, name) for name in options}
+    rows = (r for d in args.d for s in args.seeds for r in script.run(d, s, args.eps, args.iterations, **extra))
     return write_rows(args.out, script.command(args), script.COLUMNS, rows)
 
 

@@ -13,9 +13,12 @@ each iteration ``t`` of ``--at``, one row per run with the teacher's scale ``P_l
   (:func:`~aimlib.channels.deep_moments.index_moments`, :func:`~aimlib.channels.deep_moments.draw_gaussian`),
   the same ``V`` (a draw from ``default_rng([seed, t])``): the run with its indices' law kept to second order.
 
-With them the channel's second moments per unit ``Sigma``: ``ovl_l = Cov(h_l, omega_l)``, ``norm_l =
-Var(omega_l)``, ``cross = Cov(omega_1, omega_2)``, ``cross_h = Cov(h_1, omega_2) + Cov(h_2, omega_1)``, the
-estimate's matrix overlap ``shat_l = (1/d) Tr(S_hat_l C_l)`` and ``V_l`` given to ``g_out``.  About 4, 8 and 20
+With them the channel step's second moments per unit ``Sigma`` (:func:`~aimlib.channels.deep_moments.index_moments`),
+named by their pair of ``x = (h_1, h_2, h_3, omega_1, omega_2, omega_3)`` written ``h1 .. h3, w1 .. w3``:
+``h1w1 = Cov(h_1, omega_1)``, the estimate's overlap as the channel sees it, ``w1w1 = Var(omega_1)`` its norm,
+``w1w2 = Cov(omega_1, omega_2)``, and so on for the 21 pairs (:func:`moments` puts them back in a matrix); the
+estimate's matrix overlap ``shat_l = (1/d) Tr(S_hat_l C_l)``, ``V_l`` given to ``g_out`` and the teacher's
+``Q0_l = (1/d) Tr(C_l^2)``.  About 4, 8 and 20
 minutes per run at ``d = 200``, ``300``, ``400`` on one core (each seed may run as its own process)::
 
     python scripts/deep_three_law.py [--out book/data/deep_three_law.csv] [--d 200 300 400]
@@ -32,14 +35,27 @@ from aimlib.channels import DeepAttention
 from aimlib.channels.deep_moments import draw_gaussian, index_moments, input_teacher_parts
 from aimlib.model import attention_indices, matrix_overlap
 from deep_three_gamp import problem
-from deep_three_inputs import follow, runs_parser
-from _rows import command_line, write_rows
+from deep_three_inputs import follow, runs_parser, write_runs
+from _rows import command_line
 
 COMMAND = "python scripts/deep_three_law.py"
 ALPHA = 1.0
 ROUTES = ("self", "run", "fresh", "gauss")
+#: the entries of x = (h_1, h_2, h_3, omega_1, omega_2, omega_3), in the order of ``index_moments``
+ENTRIES = ("h1", "h2", "h3", "w1", "w2", "w3")
+#: the upper triangle of their second moments, one column per pair
+PAIRS = tuple((i, j) for i in range(6) for j in range(i, 6))
+MOMENTS = tuple(ENTRIES[i] + ENTRIES[j] for i, j in PAIRS)
 COLUMNS = (["alpha", "d", "seed", "t"] + [f"{r}_{k}" for r in ROUTES for k in (1, 2)]
-           + [f"{x}_{k}" for x in ("ovl", "norm", "shat", "V") for k in (1, 2, 3)] + ["cross", "cross_h"])
+           + [f"{x}_{k}" for x in ("shat", "V", "Q0") for k in (1, 2, 3)] + list(MOMENTS))
+
+
+def moments(row) -> np.ndarray:
+    """The ``6 x 6`` second moments of a row (a dict of this script's columns, numbers or their text)."""
+    cov = np.zeros((6, 6))
+    for (i, j), name in zip(PAIRS, MOMENTS):
+        cov[i, j] = cov[j, i] = float(row[name])
+    return cov
 
 
 class Recording(DeepAttention):
@@ -69,9 +85,8 @@ def law_row(ch, h, step, O, Q0, draws: int, rng) -> dict:
     parts = {"fresh": input_teacher_parts(g, h, O, Q0),
              "gauss": input_teacher_parts(ch.g_out(ch(hh, seed=rng), om, V), hh, O, Q0)}
     return ({f"{r}_{k + 1}": p[k, k] for r, p in parts.items() for k in (0, 1)}
-            | {f"ovl_{k + 1}": cov[k, 3 + k] for k in range(3)} | {f"norm_{k + 1}": cov[3 + k, 3 + k] for k in range(3)}
             | {f"shat_{k + 1}": O[k, k] for k in range(3)} | {f"V_{k + 1}": float(V[k]) for k in range(3)}
-            | {"cross": cov[3, 4], "cross_h": cov[0, 4] + cov[1, 3]})
+            | {f"Q0_{k + 1}": Q0[k] for k in range(3)} | {name: cov[i, j] for (i, j), name in zip(PAIRS, MOMENTS)})
 
 
 def run(d: int, seed: int, eps: float, iterations: int, at=(10, 20, 30, 40), draws: int = 1_000_000) -> list[dict]:
@@ -113,9 +128,7 @@ def command(args) -> str:
 
 
 def main(argv=None) -> int:
-    args = parser().parse_args(argv)
-    rows = (r for d in args.d for s in args.seeds for r in run(d, s, args.eps, args.iterations, args.at, args.draws))
-    return write_rows(args.out, command(args), COLUMNS, rows)
+    return write_runs(sys.modules[__name__], argv, options=("at", "draws"))
 
 
 if __name__ == "__main__":

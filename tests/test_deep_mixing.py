@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from aimlib.channels import DeepAttention
-from aimlib.channels.deep_moments import (draw_gaussian, draw_law, index_moments, input_teacher_parts,
+from aimlib.channels.deep_moments import (draw_gaussian, draw_law, index_moments, input_teacher_parts, law_moments,
                                            response_moments, teacher_parts)
 from conftest import ROOT
 
@@ -77,6 +77,24 @@ def test_the_indices_second_moments_come_back_from_their_draws():
     law[:3, 3:] = law[3:, :3] = law[3:, 3:] = np.diag(q)
     law[3, 4] = law[4, 3] = e
     assert np.all(np.abs(index_moments(h, omega) - law) < 0.02)
+    assert np.array_equal(law_moments(q, np.ones(3), np.zeros(3), e, 3), law)
+
+
+@pytest.mark.parametrize("shared", [0.0, 0.08])
+def test_the_laws_second_moments_in_closed_form_against_its_draws(shared):
+    """``law_moments`` (``Var(omega) = Omega``, ``Cov(h, omega) = Omega - C``, ``Var(h) = sqrt(s s^T) + diag(Q0 - s)``)
+    against ``index_moments`` of ``draw_law``'s draws, both of its drawing routes (a cross term below and above the
+    estimates' own parts), data of unequal ``Q0`` and known parts; ``draw_law`` given a seed makes one Generator of
+    it (a seed per draw would repeat one draw and give moments of rank one)."""
+    q, Q0, s = np.array([0.5, 0.1, 0.5]), np.array([1.1, 1.0, 0.9]), np.array([shared, shared / 2, 0.0])
+    for cross in (-0.05, 0.12):
+        law = law_moments(q, Q0, s, cross, 3)
+        omega, h, _, _ = draw_law(q, Q0, s, cross, 3, 200_000, 11)
+        assert np.all(np.abs(index_moments(h, omega) - law) < 0.01), (cross, index_moments(h, omega) - law)
+        known = np.sqrt(s[0] * s[1])
+        assert law[3, 4] == pytest.approx(cross + known) and law[0, 4] == pytest.approx(known)
+    with pytest.raises(ValueError, match="too large"):
+        law_moments(q, Q0, s, 0.3, 3)
 
 
 @pytest.mark.parametrize("cross", [0.0, -0.04])

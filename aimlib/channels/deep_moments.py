@@ -35,8 +35,8 @@ import numpy as np
 from .. import _validate as v
 from .base import sample_indices, sigma2
 
-__all__ = ["residual_law", "draw_law", "response_moments", "sample_moments", "teacher_parts", "ResponseMoments",
-           "index_moments", "draw_gaussian", "input_teacher_parts"]
+__all__ = ["residual_law", "law_moments", "draw_law", "response_moments", "sample_moments", "teacher_parts",
+           "ResponseMoments", "index_moments", "draw_gaussian", "input_teacher_parts"]
 
 #: index entries ``a <= b`` of a ``2 x 2`` index matrix, and their weights ``Sigma_ab``
 _IU = np.triu_indices(2)
@@ -77,6 +77,26 @@ def residual_law(q, Q0, s, cross: float, L: int):
     return np.eye(L) - C @ np.linalg.inv(Omega), np.linalg.cholesky(K), w
 
 
+def law_moments(q, Q0, s, cross: float, L: int) -> np.ndarray:
+    r"""The ``2L x 2L`` second moments of ``x = (h, omega)`` per unit of ``Sigma`` under the law of
+    :func:`residual_law`, in the order of :func:`index_moments`:
+
+    .. math::  \mathrm{Var}(\omega) = \Omega,\qquad \mathrm{Cov}(h, \omega) = \Omega - C,\qquad
+               \mathrm{Var}(h) = \sqrt{s s^\top} + \mathrm{diag}(Q_0 - s),
+
+    from ``h = M omega + K^{1/2} xi``: ``M Omega = Omega - C`` and ``M Omega M^T + K = Omega - C + diag(Q0 - q)``.
+    At ``cross = 0`` the estimates' norm equals their overlap (the Nishimori identity) and ``h | omega`` has
+    variance ``Q0 - q``, the law ``g_out`` assumes.  Refused where :func:`residual_law` refuses the law.
+    """
+    residual_law(q, Q0, s, cross, L)
+    q, Q0, s = (np.asarray(x, dtype=float) for x in (q, Q0, s))
+    C = np.zeros((L, L))
+    C[0, 1] = C[1, 0] = cross
+    root = np.sqrt(s)
+    Omega = np.outer(root, root) + np.diag(q - s) + C
+    return np.block([[np.outer(root, root) + np.diag(Q0 - s), Omega - C], [Omega - C, Omega]])
+
+
 def draw_law(q, Q0, s, cross: float, L: int, n: int, rng):
     r"""``n`` draws ``(omega, h, r, K^{1/2})`` of the estimates and the indices, ``r = h - M omega``.
 
@@ -86,9 +106,11 @@ def draw_law(q, Q0, s, cross: float, L: int, n: int, rng):
     layer shares no draw); otherwise the same law with layer 2 drawn from layer 1's own part
     ``u_1 = omega_1 - sqrt(s_1) z_0``, ``omega_2 = sqrt(s_2) z_0 + (e_12/(q_1 - s_1)) u_1 +
     sqrt(q_2 - s_2 - e_12^2/(q_1 - s_1)) z_2`` (the estimates barely informed, where ``e_12`` is of
-    the order of ``sqrt(q_1 q_2)``).  Then ``h = M omega + K^{1/2} xi`` (:func:`residual_law`).
+    the order of ``sqrt(q_1 q_2)``).  Then ``h = M omega + K^{1/2} xi`` (:func:`residual_law`).  ``rng`` is a seed
+    or a Generator, one Generator for all the draws.
     """
     mean, chol, w = residual_law(q, Q0, s, cross, L)
+    rng = v.generator(rng)
     own = np.asarray(q, dtype=float) - s
     shared = w is not None and min(own[:2]) > abs(cross)
     z0 = sample_indices(n, 2, 1.0, rng)
