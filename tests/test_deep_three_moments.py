@@ -67,11 +67,12 @@ def at(d: int, t: int) -> dict:
 
 def test_the_file_holds_the_steps_of_the_law_file_and_its_gaussian_version():
     """One row per row of ``deep_three_law.csv``; the step's own version agrees with that file's ``gauss_1`` (the
-    same law, 10^6 other draws) within the two routes' Monte Carlo errors (about 0.006 and 0.004)."""
+    same law, 10^6 other draws) within the two routes' Monte Carlo errors (about 0.006 and 0.004 near the runs'
+    states, 0.007 together; rms under 0.012 leaves room for states where they are larger)."""
     law = {(r["d"], r["seed"], r["t"]): r for r in committed("deep_three_law.csv")[1]}
     assert sorted(law) == sorted((r["d"], r["seed"], r["t"]) for r in moves())
     gap = np.array([float(r["run_1"]) - float(law[r["d"], r["seed"], r["t"]]["gauss_1"]) for r in moves()])
-    assert np.sqrt(np.mean(gap ** 2)) < 0.01 and np.abs(gap).max() < 0.025
+    assert np.sqrt(np.mean(gap ** 2)) < 0.012 and np.abs(gap).max() < 0.025
 
 
 def test_the_moves_add_up_and_their_monte_carlo_error_is_small():
@@ -92,9 +93,10 @@ def test_the_moves_add_up_and_their_monte_carlo_error_is_small():
 def test_layer_ones_norm_excess_carries_most_of_what_the_second_moments_add():
     """The chapter's findings (layer 1, means of three data sets): at iteration 40 the norm excess moves ``s_1`` by
     0.055, 0.034, 0.014 of the whole 0.058, 0.045, 0.023 at d = 200, 300, 400, and at iteration 10 the other way; its
-    move follows the excess ``q_1 - c_1`` (0.042, 0.042, 0.014 at iteration 40; slope 1.13, correlation 0.94 over the
+    move follows the excess ``q_1 - c_1`` (0.042, 0.042, 0.013 at iteration 40; slope 1.13, correlation 0.94 over the
     36 rows); the moments between layers 0.006 to 0.008 at iteration 40, the overlaps at most 0.014 and the teachers'
-    own moments at most 0.002 in the means."""
+    own moments about 0.002 at most in the means; at d = 400 single runs' excess moves 0.002 to 0.030 of a whole of
+    0.012 to 0.039."""
     SIZES = (200, 300, 400)
 
     def move(part, d, t):
@@ -111,8 +113,12 @@ def test_layer_ones_norm_excess_carries_most_of_what_the_second_moments_add():
     assert np.polyfit(excess, moved, 1)[0] == pytest.approx(1.13, abs=0.005)
     assert np.corrcoef(excess, moved)[0, 1] == pytest.approx(0.94, abs=0.005)
     at40 = [np.mean([excess[i] for i, r in enumerate(moves()) if r["d"] == str(d) and r["t"] == "40"]) for d in SIZES]
-    assert np.allclose(at40, [0.042, 0.042, 0.014], atol=0.0006)
+    assert np.allclose(at40, [0.042, 0.042, 0.013], atol=0.0006)
     assert [round(move("between", d, 40), 3) for d in SIZES] == [0.007, 0.006, 0.008]
     means = {p: [move(p, d, t) for d in SIZES for t in (10, 20, 30, 40)] for p in ("overlap", "indices")}
     assert max(np.abs(means["overlap"])) == pytest.approx(0.014, abs=0.0005)
     assert max(np.abs(means["indices"])) < 0.0022
+    last = at(400, 40)
+    single = {p: np.sort(last[f"{p}_1"] - last["run_1"]) for p in ("excess", "law")}
+    assert np.allclose(single["excess"][[0, -1]], [0.002, 0.030], atol=0.0006)
+    assert np.allclose(single["law"][[0, -1]], [0.012, 0.039], atol=0.0006)
