@@ -113,9 +113,10 @@ def write_runs(script, argv=None, options=()) -> int:
     return write_rows(args.out, script.command(args), script.COLUMNS, rows)
 
 
-def made_by(command: str, parser, args) -> str:
-    """The ``# made by:`` command of such a script: ``command`` and the options that differ from their defaults."""
-    return command_line(command, parser(), args, ("d", "seeds", "eps", "iterations", "out"))
+def made_by(command: str, parser, args, options=()) -> str:
+    """The ``# made by:`` command of such a script: ``command`` and the options that differ from their defaults,
+    the script's own ``options`` after the runs' ones."""
+    return command_line(command, parser(), args, ("d", "seeds", "eps", "iterations", "out") + tuple(options))
 
 
 def parser():

@@ -35,12 +35,13 @@ from aimlib.channels import DeepAttention
 from aimlib.channels.deep_moments import draw_gaussian, index_moments, input_teacher_parts
 from aimlib.model import attention_indices, matrix_overlap
 from deep_three_gamp import problem
-from deep_three_inputs import follow, runs_parser, write_runs
-from _rows import command_line
+from deep_three_inputs import follow, made_by, runs_parser, write_runs
 
 COMMAND = "python scripts/deep_three_law.py"
 ALPHA = 1.0
 ROUTES = ("self", "run", "fresh", "gauss")
+#: this script's own options beside the runs' (``--at``, ``--draws``): handed to :func:`run`, named in the made-by line
+OPTIONS = ("at", "draws")
 #: the entries of x = (h_1, h_2, h_3, omega_1, omega_2, omega_3), in the order of ``index_moments``
 ENTRIES = ("h1", "h2", "h3", "w1", "w2", "w3")
 #: the upper triangle of their second moments, one column per pair
@@ -124,11 +125,11 @@ def parser():
 
 def command(args) -> str:
     """The ``# made by:`` command: the options that differ from their defaults."""
-    return command_line(COMMAND, parser(), args, ("d", "seeds", "eps", "iterations", "out", "at", "draws"))
+    return made_by(COMMAND, parser, args, OPTIONS)
 
 
 def main(argv=None) -> int:
-    return write_runs(sys.modules[__name__], argv, options=("at", "draws"))
+    return write_runs(sys.modules[__name__], argv, options=OPTIONS)
 
 
 if __name__ == "__main__":

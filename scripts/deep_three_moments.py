@@ -51,9 +51,14 @@ def between_mask() -> np.ndarray:
     return mask
 
 
-def versions(row) -> dict:
-    """The second moments of each version of a row (module docstring)."""
-    run, Q0, V = moments(row), *(np.array([float(row[f"{x}_{k}"]) for k in (1, 2, 3)]) for x in ("Q0", "V"))
+def per_layer(row, name: str) -> np.ndarray:
+    """A row's column ``name`` of layers 1 to 3 (``Q0``, ``V``, ``shat``)."""
+    return np.array([float(row[f"{name}_{k}"]) for k in (1, 2, 3)])
+
+
+def versions(row, Q0, V) -> dict:
+    """The second moments of each version of a row (module docstring), at the row's ``Q0`` and ``V``."""
+    run = moments(row)
     law = law_moments(Q0 - V, Q0, np.zeros(3), run[3, 4], 3)
     layer, excess, overlap = np.arange(3), run.copy(), run.copy()
     c = run[layer, 3 + layer]
@@ -70,9 +75,9 @@ def row_scales(row, draws: int) -> dict:
     """``s_1``, ``s_2`` of every version of a row, each from the same standard draws."""
     ch = DeepAttention(C, layers=3)
     key = [int(float(row[x])) for x in ("d", "seed", "t")]
-    Q0, V, shat = (np.array([float(row[f"{x}_{k}"]) for k in (1, 2, 3)]) for x in ("Q0", "V", "shat"))
+    Q0, V, shat = (per_layer(row, x) for x in ("Q0", "V", "shat"))
     out = {x: row[x] for x in ("alpha", "d", "seed", "t")}
-    for name, cov in versions(row).items():
+    for name, cov in versions(row, Q0, V).items():
         omega, h = draw_gaussian(cov, draws, np.random.default_rng(key))
         parts = input_teacher_parts(ch.g_out(ch(h, seed=key), omega, V), h, np.diag(shat), Q0)
         out |= {f"{name}_{k + 1}": parts[k, k] for k in (0, 1)}

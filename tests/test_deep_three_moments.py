@@ -35,7 +35,7 @@ def test_each_version_changes_its_own_part_and_the_four_make_the_law():
     run[0, 3] = run[3, 0] = law[0, 3] + 0.015
     run[0, 4] = run[4, 0] = 0.01
     run[3, 5] = run[5, 3] = -0.004
-    versions = script.versions(a_row(run))
+    versions = script.versions(a_row(run), Q0, V)
     assert np.array_equal(versions["run"], run) and np.allclose(versions["law"], law)
     layer = np.arange(3)
     excess, overlap = versions["excess"], versions["overlap"]

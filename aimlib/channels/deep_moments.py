@@ -43,6 +43,15 @@ _IU = np.triu_indices(2)
 _SIGMA = sigma2(2)[_IU]
 
 
+def _estimates_covariance(q, s, cross: float, L: int) -> tuple:
+    """``(C, Omega)``: ``C`` with ``e_12 = cross`` at ``(1, 2)`` and ``(2, 1)``, and the estimates' covariance
+    ``Omega = sqrt(s s^T) + diag(q - s) + C``."""
+    C = np.zeros((L, L))
+    C[0, 1] = C[1, 0] = cross
+    root = np.sqrt(np.asarray(s, dtype=float))
+    return C, np.outer(root, root) + np.diag(np.asarray(q, dtype=float) - s) + C
+
+
 def residual_law(q, Q0, s, cross: float, L: int):
     r"""``(M, K^{1/2}, w)``: ``h = M omega + K^{1/2} xi`` given the estimates, and the signs ``w`` of the
     estimates' shared draw ``sqrt(|e_12|) w_l z_12`` (:func:`draw_law`).
@@ -59,11 +68,8 @@ def residual_law(q, Q0, s, cross: float, L: int):
     V = np.asarray(Q0) - q
     if not cross:
         return np.eye(L), np.diag(np.sqrt(V)), None
-    C = np.zeros((L, L))
-    C[0, 1] = C[1, 0] = cross
-    root = np.sqrt(np.asarray(s, dtype=float))
+    C, Omega = _estimates_covariance(q, s, cross, L)
     own = np.asarray(q) - s
-    Omega = np.outer(root, root) + np.diag(own) + C
     too_large = own[0] * own[1] <= cross * cross
     if not too_large:
         K = np.diag(V) + C - C @ np.linalg.solve(Omega, C)
@@ -89,12 +95,9 @@ def law_moments(q, Q0, s, cross: float, L: int) -> np.ndarray:
     variance ``Q0 - q``, the law ``g_out`` assumes.  Refused where :func:`residual_law` refuses the law.
     """
     residual_law(q, Q0, s, cross, L)
-    q, Q0, s = (np.asarray(x, dtype=float) for x in (q, Q0, s))
-    C = np.zeros((L, L))
-    C[0, 1] = C[1, 0] = cross
-    root = np.sqrt(s)
-    Omega = np.outer(root, root) + np.diag(q - s) + C
-    return np.block([[np.outer(root, root) + np.diag(Q0 - s), Omega - C], [Omega - C, Omega]])
+    C, Omega = _estimates_covariance(q, s, cross, L)
+    overlap = Omega - C
+    return np.block([[overlap + np.diag(np.asarray(Q0, dtype=float) - q), overlap], [overlap, Omega]])
 
 
 def draw_law(q, Q0, s, cross: float, L: int, n: int, rng):
