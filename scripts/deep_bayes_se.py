@@ -7,7 +7,7 @@ Writes ``book/data/deep_bayes_se.csv``, one row per ``(alpha, repeat)``: two har
 Monte Carlo at dimension ``d``) and iterates, from the separable fixed point with ``e_12 = 0``,
 
 * the coupled Bayes state evolution (:func:`~aimlib.state_evolution.bayes_pair.bayes_pair_fixed_point`:
-  channel side with the cross overlap to first order, joint denoiser), columns ``bayes_*``;
+  channel side with the cross overlap to all orders, joint denoiser), columns ``bayes_*``;
 * the same iteration with the cross overlap left out on both sides (``separable=True``: channel side
   at ``q_12 = 0``, each layer denoised alone on the same instances), columns ``sepd_*``: GAMP-RIE's
   separable state evolution with the same sampled prior side, whose difference from the ``bayes_*``
@@ -17,7 +17,7 @@ Also written: the separable state evolution at ``d = inf`` (``sep_mmse_1, sep_mm
 :func:`aimlib.state_evolution.fixed_point`) and the oracle's (``oracle_mmse_1, oracle_mmse_2``,
 :func:`aimlib.state_evolution.oracle_fixed_point`).  ``bayes_se_1, ...`` are the prior side's standard
 errors over the instances at the last step, ``spread`` how far the further iterates moved, ``seconds``
-the time of both iterations.  About twenty minutes on one core with the defaults::
+the time of both iterations.  About an hour and a quarter on one core with the defaults::
 
     python scripts/deep_bayes_se.py [--out book/data/deep_bayes_se.csv] [--alpha 0.3 0.5 1 ...]
         [--repeats 4] [--n-instances 8] [--d 100] [--tol 0.004]

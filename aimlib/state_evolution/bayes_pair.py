@@ -7,7 +7,8 @@ replica-symmetric state evolution carries the ``2 x 2`` overlap of the centred e
 
 1. channel side: ``F_hat(q, q_12)``, the output moments of the Bayes output function of the
    law with the cross overlap (:func:`~aimlib.channels.deep_bayes_cross.bayes_moment_matrix`,
-   first order in the residuals' cross-covariance ``V_12 = -q_12``; at ``q_12 = 0`` the tabulated
+   to all orders in the residuals' cross-covariance ``V_12 = -q_12``
+   (:func:`~aimlib.channels.deep_bayes_cross.exact_log_z`); at ``q_12 = 0`` the tabulated
    :meth:`~aimlib.channels.DeepAttention.moment_matrix` exactly);
 2. the layers' effective observations ``R = S + N^{1/2} xi`` with ``N = (alpha F_hat)^{-1}``:
    noises ``Delta_l = N_ll`` of correlation ``kappa = -F_12/sqrt(F_11 F_22)``
