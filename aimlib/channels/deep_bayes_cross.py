@@ -98,7 +98,7 @@ def _check_V(V) -> np.ndarray:
 
 
 def _log_z_parts(c, t, o1, o2, V):
-    """``(log Z0, <c>, Z0 (1 + V_12 <c>)/Z0)`` on the samples: the pattern sum and its first order."""
+    """``(log Z0, <c>)`` on the samples: the pattern sum at ``V_12 = 0`` and its first order's mean ``c_P``."""
     log_a, g1 = layer1_terms(o1, V[0, 0])
     log_b, g2 = layer2_terms(c, t, o2, V[1, 1])
     logs = log_a + log_b
@@ -221,18 +221,18 @@ def exact_log_z(c: float, t, omega, V, nodes: int = CROSS_NODES):
         raise ValueError(f"V must be positive definite (V_12^2 < V_11 V_22), got {V.tolist()}")
     nodes = v.integer("nodes", nodes, minimum=1)
     t = np.broadcast_to(np.asarray(t, dtype=float), omega.shape[:-3] + (2,))
-    log_a, _ = layer1_terms(omega[..., 0, :, :], V[0, 0])
-    log_b, _ = layer2_terms(c, t, omega[..., 1, :, :], V[1, 1])
-    z = np.exp(log_a + log_b).sum(axis=-1)
+    log_z0, _ = _log_z_parts(c, t, omega[..., 0, :, :], omega[..., 1, :, :], V)
     if V[0, 1] == 0.0:
-        return np.log(z)
+        return log_z0
+    z = np.exp(log_z0)
     e1, e2 = entries(omega[..., 0, :, :]), entries(omega[..., 1, :, :])
-    for s in PATTERNS:
-        for tt in PATTERNS:
-            at = np.all(t == np.array(tt), axis=-1)
-            if np.any(at):
-                G1, G2 = _signed_rows(c, s, tt)
-                z[at] += _cross_integral(np.concatenate([e1[at] @ G1.T, e2[at] @ G2.T], axis=-1), G1, G2, V, nodes)
+    for tt in PATTERNS:
+        at = np.all(t == np.array(tt), axis=-1)
+        if not np.any(at):
+            continue
+        for s in PATTERNS:
+            G1, G2 = _signed_rows(c, s, tt)
+            z[at] += _cross_integral(np.concatenate([e1[at] @ G1.T, e2[at] @ G2.T], axis=-1), G1, G2, V, nodes)
     if not np.all(z > 0):
         raise FloatingPointError(f"Z_out is not positive at V = {V.tolist()}: the quadrature over V_12 with "
                                  f"nodes={nodes} failed")
